@@ -1,0 +1,157 @@
+"""Crypto plugins: the backends that do the work being measured.
+
+qcrypto calls a crypto backend a *plugin* (``--qcrypto-plugin openssl``); in
+this code base the class is :class:`CryptoPlugin`.  It is unrelated to a
+*pytest* plugin, except that pytest plugins (a ``conftest.py``, an installed
+package) add crypto plugins through the ``pytest_qcrypto_plugins`` hook.
+
+A crypto plugin answers three questions cheaply and lazily, importing its
+library only when asked: is it usable (:meth:`CryptoPlugin.probe`), which
+library and version does it wrap (:meth:`CryptoPlugin.version`), which catalog
+algorithms does it support (:meth:`CryptoPlugin.supported`, asked of the
+library itself).  :meth:`CryptoPlugin.open` gives a keyed :class:`Context`: a
+software context, a /dev/crypto session or an AF_ALG socket.
+
+To add a backend, write one module in this package (or in your own
+``conftest.py``) with a ``CryptoPlugin`` subclass and return an instance from
+``pytest_qcrypto_plugins``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+
+from pytest_qcrypto.catalog import Algorithm
+
+#: Runs ``count`` operations back to back; the only code inside the timed window.
+Runner = Callable[[int], None]
+
+
+class Unavailable(Exception):
+    """The plugin cannot be used on this machine; ``str()`` says why (one line)."""
+
+
+class Unsupported(Exception):
+    """The plugin (or its driver) cannot do this algorithm or this size; ``str()`` says why."""
+
+
+class AuthenticationError(Exception):
+    """An AEAD tag did not verify: the message was rejected, as it must be."""
+
+
+@dataclass(frozen=True)
+class Workload:
+    """What one measurement feeds a context.
+
+    ``data`` is the plaintext buffer (``size`` bytes).  ``iv`` is the cipher IV
+    (empty for ECB and digests).  AEADs take one nonce per operation from
+    ``nonces`` (cycled) and an empty AAD.  When ``decrypt`` is true,
+    ``ciphertext`` is what the loop decrypts: for ciphers ``data`` encrypted
+    under ``iv``, for AEADs ``data`` sealed under ``nonces[0]`` (ciphertext
+    followed by the tag), and every operation uses ``nonces[0]``.
+    """
+
+    data: bytes
+    iv: bytes = b""
+    nonces: tuple[bytes, ...] = ()
+    decrypt: bool = False
+    ciphertext: bytes = b""
+
+    @property
+    def size(self) -> int:
+        """Buffer size in bytes."""
+        return len(self.data)
+
+
+class Context:
+    """One keyed context of one algorithm in one plugin.
+
+    One-shot methods (used for known-answer tests and round trips; each call is
+    independent of earlier calls):
+
+    * digests: :meth:`digest`;
+    * ciphers: :meth:`encrypt` / :meth:`decrypt` with an IV;
+    * AEADs: :meth:`encrypt` returns ciphertext followed by the tag, and
+      :meth:`decrypt` takes that and raises :class:`AuthenticationError` when
+      the tag does not verify.
+
+    :meth:`runner` returns the timed loop.  ``driver`` names the implementation
+    that did the work when the plugin can tell (a kernel driver), and
+    ``hardware`` says whether it runs off the CPU (None: unknown).
+    """
+
+    driver: str | None = None
+    hardware: bool | None = None
+
+    def __init__(self, algorithm: Algorithm, key: bytes) -> None:
+        self.algorithm = algorithm
+        self.key = key
+
+    def digest(self, data: bytes) -> bytes:
+        raise Unsupported(f"{self.algorithm.name} is not a digest")
+
+    def encrypt(self, iv: bytes, data: bytes, aad: bytes = b"") -> bytes:
+        raise Unsupported(f"{self.algorithm.name} is not a cipher")
+
+    def decrypt(self, iv: bytes, data: bytes, aad: bytes = b"") -> bytes:
+        raise Unsupported(f"{self.algorithm.name} is not a cipher")
+
+    def runner(self, work: Workload) -> Runner:
+        """The timed loop for ``work``: a callable that runs ``count`` operations."""
+        raise NotImplementedError
+
+    def close(self) -> None:
+        """Release what the context holds (a session, a socket).  Safe to call twice."""
+
+
+class CryptoPlugin:
+    """A crypto backend, known to the user by ``name`` (and ``aliases``).
+
+    Subclasses set ``name``, ``library`` and ``description`` and implement
+    :meth:`probe`, :meth:`version`, :meth:`supported` and :meth:`open`.  Library
+    imports belong inside those methods, so that a test run that never asks
+    for this plugin never imports its library.  ``variant`` is what follows a
+    colon in the typed name (``afalg:sha256-generic``), for plugins that pin a
+    driver; others reject it in :meth:`open`.
+    """
+
+    name: str = ""
+    aliases: tuple[str, ...] = ()
+    library: str = ""
+    description: str = ""
+
+    def __repr__(self) -> str:
+        return f"<{type(self).__name__} {self.name!r}>"
+
+    def probe(self) -> None:
+        """Raise :class:`Unavailable` with the reason if this plugin cannot run here."""
+
+    def version(self) -> str:
+        """The library (and version) doing the work, e.g. ``OpenSSL 3.0.13 30 Jan 2024``."""
+        return ""
+
+    def supported(self) -> frozenset[str]:
+        """Canonical catalog names this plugin can do, asked of the library."""
+        return frozenset()
+
+    def open(self, algorithm: Algorithm, key: bytes, variant: str | None = None) -> Context:
+        """A keyed context; raises :class:`Unsupported` or :class:`Unavailable` with a reason."""
+        raise NotImplementedError
+
+    def details(self) -> list[str]:
+        """Extra lines for ``--qcrypto-list`` (drivers, priorities); none by default."""
+        return []
+
+
+def builtin_plugins() -> list[CryptoPlugin]:
+    """The plugins that ship with pytest-qcrypto, in default-priority order.
+
+    The default plugin (no ``--qcrypto-plugin`` given) is the first of these
+    that is available: ``openssl``, ``hashlib``, ``pycryptodome``.
+    """
+    from pytest_qcrypto.backends.hashlib import HashlibPlugin
+    from pytest_qcrypto.backends.openssl import OpenSSLPlugin
+    from pytest_qcrypto.backends.pycryptodome import PyCryptodomePlugin
+
+    return [OpenSSLPlugin(), HashlibPlugin(), PyCryptodomePlugin()]

@@ -1,0 +1,205 @@
+"""The ``openssl`` plugin: pyca/cryptography and the OpenSSL it links.
+
+Timed call paths (the fastest honest ones, see the project's measurement notes):
+
+* digest: ``h = pristine.copy(); h.update(buf); h.finalize()``: a fresh
+  context per operation without re-resolving the algorithm;
+* cipher: one ``Cipher(...).encryptor()`` (or decryptor) for the whole
+  measurement, ``update_into(buf, out)`` into a preallocated output;
+* AEAD: ``AESGCM(key)`` / ``ChaCha20Poly1305(key)`` built once,
+  ``encrypt_into(nonce, buf, None, out)`` per message (``decrypt_into`` verifies
+  the tag).
+
+The alias ``openssl-3`` is accepted, as in qcrypto's own example; the OpenSSL
+version really used is what :meth:`OpenSSLPlugin.version` reports.
+"""
+
+from __future__ import annotations
+
+from itertools import cycle, islice, repeat
+from typing import Any
+
+from pytest_qcrypto import catalog
+from pytest_qcrypto.backends import (
+    AuthenticationError,
+    Context,
+    CryptoPlugin,
+    Runner,
+    Unavailable,
+    Unsupported,
+    Workload,
+)
+from pytest_qcrypto.catalog import Algorithm
+
+
+def _hash_algorithm(name: str) -> Any:
+    from cryptography.hazmat.primitives import hashes
+
+    table = {
+        "md5": hashes.MD5, "sha1": hashes.SHA1, "sha224": hashes.SHA224,
+        "sha256": hashes.SHA256, "sha384": hashes.SHA384, "sha512": hashes.SHA512,
+        "sha512-224": hashes.SHA512_224, "sha512-256": hashes.SHA512_256,
+        "sha3-224": hashes.SHA3_224, "sha3-256": hashes.SHA3_256,
+        "sha3-384": hashes.SHA3_384, "sha3-512": hashes.SHA3_512, "sm3": hashes.SM3,
+    }
+    if name == "blake2b512":
+        return hashes.BLAKE2b(64)
+    if name == "blake2s256":
+        return hashes.BLAKE2s(32)
+    return table[name]() if name in table else None
+
+
+def _cipher_parts(alg: Algorithm, key: bytes, iv: bytes) -> tuple[Any, Any]:
+    """(algorithm object, mode object) of pyca for a catalog cipher."""
+    from cryptography.hazmat.primitives.ciphers import algorithms, modes
+
+    if alg.family == "aes":
+        mode = {"cbc": modes.CBC, "ctr": modes.CTR, "xts": modes.XTS}.get(alg.mode)
+        return algorithms.AES(key), (modes.ECB() if alg.mode == "ecb" else mode(iv))
+    if alg.name == "chacha20":
+        return algorithms.ChaCha20(key, iv), None
+    if alg.name == "des-ede3-cbc":
+        from cryptography.hazmat.decrepit.ciphers.algorithms import TripleDES
+
+        return TripleDES(key), modes.CBC(iv)
+    raise Unsupported(f"openssl plugin has no mapping for {alg.name}")
+
+
+class OpenSSLPlugin(CryptoPlugin):
+    name = "openssl"
+    aliases = ("openssl-3", "pyca", "cryptography")
+    library = "pyca/cryptography"
+    description = "OpenSSL through pyca/cryptography"
+
+    def probe(self) -> None:
+        try:
+            import cryptography.hazmat.primitives.ciphers  # noqa: F401
+        except ImportError as exc:
+            raise Unavailable(f"pyca/cryptography is not installed ({exc})") from None
+
+    def version(self) -> str:
+        import cryptography
+        from cryptography.hazmat.backends.openssl import backend
+
+        return f"{backend.openssl_version_text()} (cryptography {cryptography.__version__})"
+
+    def supported(self) -> frozenset[str]:
+        from cryptography.hazmat.backends.openssl import backend
+
+        found = set()
+        for alg in catalog.ALGORITHMS:
+            if alg.kind == catalog.DIGEST:
+                h = _hash_algorithm(alg.name)
+                if h is not None and backend.hash_supported(h):
+                    found.add(alg.name)
+            elif alg.kind == catalog.AEAD:
+                found.add(alg.name)  # AESGCM and ChaCha20Poly1305 are always built in
+            else:
+                key = bytes(range(1, alg.key_size + 1))
+                try:
+                    cipher, mode = _cipher_parts(alg, key, bytes(alg.iv_size))
+                except (ImportError, ValueError, Unsupported):
+                    continue
+                if backend.cipher_supported(cipher, mode):
+                    found.add(alg.name)
+        return frozenset(found)
+
+    def open(self, algorithm: Algorithm, key: bytes, variant: str | None = None) -> Context:
+        if variant:
+            raise Unsupported(f"the openssl plugin has no drivers to pin (got ':{variant}')")
+        if algorithm.kind == catalog.DIGEST:
+            return _DigestContext(algorithm, key)
+        if algorithm.kind == catalog.AEAD:
+            return _AeadContext(algorithm, key)
+        return _CipherContext(algorithm, key)
+
+
+class _DigestContext(Context):
+    def __init__(self, algorithm: Algorithm, key: bytes) -> None:
+        from cryptography.hazmat.primitives import hashes
+
+        super().__init__(algorithm, key)
+        self._pristine = hashes.Hash(_hash_algorithm(algorithm.name))
+
+    def digest(self, data: bytes) -> bytes:
+        h = self._pristine.copy()
+        h.update(data)
+        return h.finalize()
+
+    def runner(self, work: Workload) -> Runner:
+        def run(count: int, copy: Any = self._pristine.copy, buf: bytes = work.data) -> None:
+            for _ in repeat(None, count):
+                h = copy()
+                h.update(buf)
+                h.finalize()
+
+        return run
+
+
+class _CipherContext(Context):
+    def _context(self, iv: bytes, decrypt: bool) -> Any:
+        from cryptography.hazmat.primitives.ciphers import Cipher
+
+        cipher = Cipher(*_cipher_parts(self.algorithm, self.key, iv))
+        return cipher.decryptor() if decrypt else cipher.encryptor()
+
+    def encrypt(self, iv: bytes, data: bytes, aad: bytes = b"") -> bytes:
+        ctx = self._context(iv, False)
+        return ctx.update(data) + ctx.finalize()
+
+    def decrypt(self, iv: bytes, data: bytes, aad: bytes = b"") -> bytes:
+        ctx = self._context(iv, True)
+        return ctx.update(data) + ctx.finalize()
+
+    def runner(self, work: Workload) -> Runner:
+        ctx = self._context(work.iv, work.decrypt)
+        buf = work.ciphertext if work.decrypt else work.data
+        out = bytearray(len(buf) + self.algorithm.block_size)
+
+        def run(count: int, update_into: Any = ctx.update_into, buf: bytes = buf,
+                out: bytearray = out) -> None:
+            for _ in repeat(None, count):
+                update_into(buf, out)
+
+        return run
+
+
+class _AeadContext(Context):
+    def __init__(self, algorithm: Algorithm, key: bytes) -> None:
+        from cryptography.hazmat.primitives.ciphers.aead import AESGCM, ChaCha20Poly1305
+
+        super().__init__(algorithm, key)
+        self._aead = AESGCM(key) if algorithm.family == "aes" else ChaCha20Poly1305(key)
+
+    def encrypt(self, iv: bytes, data: bytes, aad: bytes = b"") -> bytes:
+        return self._aead.encrypt(iv, data, aad or None)
+
+    def decrypt(self, iv: bytes, data: bytes, aad: bytes = b"") -> bytes:
+        from cryptography.exceptions import InvalidTag
+
+        try:
+            return self._aead.decrypt(iv, data, aad or None)
+        except InvalidTag:
+            raise AuthenticationError("tag did not verify") from None
+
+    def runner(self, work: Workload) -> Runner:
+        tag = self.algorithm.tag_size
+        if work.decrypt:
+            out = bytearray(len(work.ciphertext) - tag)
+
+            def run_decrypt(count: int, decrypt_into: Any = self._aead.decrypt_into,
+                            nonce: bytes = work.nonces[0], buf: bytes = work.ciphertext,
+                            out: bytearray = out) -> None:
+                for _ in repeat(None, count):
+                    decrypt_into(nonce, buf, None, out)
+
+            return run_decrypt
+        out = bytearray(len(work.data) + tag)
+        nonces = cycle(work.nonces)
+
+        def run(count: int, encrypt_into: Any = self._aead.encrypt_into,
+                buf: bytes = work.data, out: bytearray = out) -> None:
+            for nonce in islice(nonces, count):
+                encrypt_into(nonce, buf, None, out)
+
+        return run

@@ -1,0 +1,233 @@
+"""The ``pycryptodome`` plugin: PyCryptodome's own C implementations.
+
+Supported algorithms are found by asking the package: a digest is supported
+when its ``Crypto.Hash`` module imports, a cipher mode when ``Crypto.Cipher``
+has the module and the ``MODE_*`` constant (PyCryptodome has no XTS, so the
+XTS rows of this plugin are skipped with that reason).
+
+Timed call paths:
+
+* digest: the hash class called with the buffer (``SHA256Hash(buf).digest()``),
+  which builds the object once (``SHA256.new(buf)`` builds it twice);
+* cipher: one cipher object for the whole measurement,
+  ``encrypt(buf, output=out)`` into a preallocated buffer;
+* AEAD: a new GCM / ChaCha20-Poly1305 object per message (PyCryptodome has no
+  way to re-nonce one), then ``encrypt(buf, output=out)`` and ``digest()``;
+  decrypt is ``decrypt(ct, output=out)`` and ``verify(tag)``.
+"""
+
+from __future__ import annotations
+
+import importlib
+from functools import partial
+from itertools import cycle, islice, repeat
+from typing import Any
+
+from pytest_qcrypto import catalog
+from pytest_qcrypto.backends import (
+    AuthenticationError,
+    Context,
+    CryptoPlugin,
+    Runner,
+    Unavailable,
+    Unsupported,
+    Workload,
+)
+from pytest_qcrypto.catalog import Algorithm
+
+#: catalog name -> (Crypto.Hash module, hash class, keyword arguments besides the data)
+_DIGESTS: dict[str, tuple[str, str, dict[str, Any]]] = {
+    "md5": ("MD5", "MD5Hash", {}),
+    "sha1": ("SHA1", "SHA1Hash", {}),
+    "sha224": ("SHA224", "SHA224Hash", {}),
+    "sha256": ("SHA256", "SHA256Hash", {}),
+    "sha384": ("SHA384", "SHA384Hash", {}),
+    "sha512": ("SHA512", "SHA512Hash", {"truncate": None}),
+    "sha512-224": ("SHA512", "SHA512Hash", {"truncate": "224"}),
+    "sha512-256": ("SHA512", "SHA512Hash", {"truncate": "256"}),
+    "sha3-224": ("SHA3_224", "SHA3_224_Hash", {"update_after_digest": False}),
+    "sha3-256": ("SHA3_256", "SHA3_256_Hash", {"update_after_digest": False}),
+    "sha3-384": ("SHA3_384", "SHA3_384_Hash", {"update_after_digest": False}),
+    "sha3-512": ("SHA3_512", "SHA3_512_Hash", {"update_after_digest": False}),
+    "blake2b512": ("BLAKE2b", "BLAKE2b_Hash",
+                   {"key": b"", "digest_bytes": 64, "update_after_digest": False}),
+    "blake2s256": ("BLAKE2s", "BLAKE2s_Hash",
+                   {"key": b"", "digest_bytes": 32, "update_after_digest": False}),
+}
+
+#: AES mode -> PyCryptodome's constant name
+_AES_MODES = {"cbc": "MODE_CBC", "ctr": "MODE_CTR", "ecb": "MODE_ECB", "xts": "MODE_XTS",
+              "gcm": "MODE_GCM"}
+
+
+def _hash_factory(name: str) -> Any:
+    """A callable that hashes its one argument: ``factory(buf).digest()``."""
+    module, cls, kwargs = _DIGESTS[name]
+    ctor = getattr(importlib.import_module(f"Crypto.Hash.{module}"), cls)
+    return partial(ctor, **kwargs) if kwargs else ctor
+
+
+class PyCryptodomePlugin(CryptoPlugin):
+    name = "pycryptodome"
+    aliases = ("pycryptodomex", "cryptodome")
+    library = "PyCryptodome"
+    description = "PyCryptodome's own C implementations"
+
+    def probe(self) -> None:
+        try:
+            import Crypto  # noqa: F401
+            from Crypto.Cipher import AES  # noqa: F401
+        except ImportError as exc:
+            raise Unavailable(f"PyCryptodome is not installed ({exc})") from None
+
+    def version(self) -> str:
+        import Crypto
+
+        return f"PyCryptodome {Crypto.__version__}"
+
+    def supported(self) -> frozenset[str]:
+        from Crypto.Cipher import AES
+
+        found = set()
+        for name in _DIGESTS:
+            try:
+                _hash_factory(name)
+            except (ImportError, AttributeError):
+                continue
+            found.add(name)
+        for alg in catalog.ALGORITHMS:
+            if alg.family == "aes" and hasattr(AES, _AES_MODES[alg.mode]):
+                found.add(alg.name)
+        for name, module in (("chacha20", "ChaCha20"), ("chacha20-poly1305", "ChaCha20_Poly1305"),
+                             ("des-ede3-cbc", "DES3")):
+            try:
+                importlib.import_module(f"Crypto.Cipher.{module}")
+            except ImportError:
+                continue
+            found.add(name)
+        return frozenset(found)
+
+    def open(self, algorithm: Algorithm, key: bytes, variant: str | None = None) -> Context:
+        if variant:
+            raise Unsupported(f"the pycryptodome plugin has no drivers to pin (got ':{variant}')")
+        if algorithm.name not in self.supported():
+            raise Unsupported(f"PyCryptodome has no {algorithm.name}")
+        if algorithm.kind == catalog.DIGEST:
+            return _DigestContext(algorithm, key)
+        if algorithm.kind == catalog.AEAD:
+            return _AeadContext(algorithm, key)
+        return _CipherContext(algorithm, key)
+
+
+class _DigestContext(Context):
+    def __init__(self, algorithm: Algorithm, key: bytes) -> None:
+        super().__init__(algorithm, key)
+        self._new = _hash_factory(algorithm.name)
+
+    def digest(self, data: bytes) -> bytes:
+        return self._new(data).digest()
+
+    def runner(self, work: Workload) -> Runner:
+        def run(count: int, new: Any = self._new, buf: bytes = work.data) -> None:
+            for _ in repeat(None, count):
+                new(buf).digest()
+
+        return run
+
+
+class _CipherContext(Context):
+    def _cipher(self, iv: bytes) -> Any:
+        alg = self.algorithm
+        if alg.family == "aes":
+            from Crypto.Cipher import AES
+
+            mode = getattr(AES, _AES_MODES[alg.mode])
+            if alg.mode == "ecb":
+                return AES.new(self.key, mode)
+            if alg.mode == "ctr":  # the whole 16-byte IV is a 128-bit big-endian counter
+                return AES.new(self.key, mode, nonce=b"", initial_value=iv)
+            return AES.new(self.key, mode, iv)
+        if alg.name == "chacha20":  # RFC 8439: IV = LE32 block counter || 12-byte nonce
+            from Crypto.Cipher import ChaCha20
+
+            c = ChaCha20.new(key=self.key, nonce=iv[4:])
+            c.seek(int.from_bytes(iv[:4], "little") * 64)
+            return c
+        if alg.name == "des-ede3-cbc":
+            from Crypto.Cipher import DES3
+
+            return DES3.new(self.key, DES3.MODE_CBC, iv)
+        raise Unsupported(f"PyCryptodome has no {alg.name}")
+
+    def encrypt(self, iv: bytes, data: bytes, aad: bytes = b"") -> bytes:
+        return self._cipher(iv).encrypt(data)
+
+    def decrypt(self, iv: bytes, data: bytes, aad: bytes = b"") -> bytes:
+        return self._cipher(iv).decrypt(data)
+
+    def runner(self, work: Workload) -> Runner:
+        c = self._cipher(work.iv)
+        buf = work.ciphertext if work.decrypt else work.data
+        out = bytearray(len(buf))
+
+        def run(count: int, op: Any = c.decrypt if work.decrypt else c.encrypt,
+                buf: bytes = buf, out: bytearray = out) -> None:
+            for _ in repeat(None, count):
+                op(buf, output=out)
+
+        return run
+
+
+class _AeadContext(Context):
+    def __init__(self, algorithm: Algorithm, key: bytes) -> None:
+        super().__init__(algorithm, key)
+        if algorithm.family == "aes":
+            from Crypto.Cipher import AES
+
+            self._new = partial(AES.new, key, AES.MODE_GCM, mac_len=algorithm.tag_size)
+        else:
+            from Crypto.Cipher import ChaCha20_Poly1305
+
+            self._new = partial(ChaCha20_Poly1305.new, key=key)
+
+    def encrypt(self, iv: bytes, data: bytes, aad: bytes = b"") -> bytes:
+        c = self._new(nonce=iv)
+        if aad:
+            c.update(aad)
+        ct, tag = c.encrypt_and_digest(data)
+        return ct + tag
+
+    def decrypt(self, iv: bytes, data: bytes, aad: bytes = b"") -> bytes:
+        c = self._new(nonce=iv)
+        if aad:
+            c.update(aad)
+        tag = self.algorithm.tag_size
+        try:
+            return c.decrypt_and_verify(data[:-tag], data[-tag:])
+        except ValueError:
+            raise AuthenticationError("tag did not verify") from None
+
+    def runner(self, work: Workload) -> Runner:
+        new, tag = self._new, self.algorithm.tag_size
+        if work.decrypt:
+            ct, mac = work.ciphertext[:-tag], work.ciphertext[-tag:]
+            out = bytearray(len(ct))
+
+            def run_decrypt(count: int, new: Any = new, nonce: bytes = work.nonces[0],
+                            ct: bytes = ct, mac: bytes = mac, out: bytearray = out) -> None:
+                for _ in repeat(None, count):
+                    c = new(nonce=nonce)
+                    c.decrypt(ct, output=out)
+                    c.verify(mac)
+
+            return run_decrypt
+        out = bytearray(len(work.data))
+        nonces = cycle(work.nonces)
+
+        def run(count: int, new: Any = new, buf: bytes = work.data, out: bytearray = out) -> None:
+            for nonce in islice(nonces, count):
+                c = new(nonce=nonce)
+                c.encrypt(buf, output=out)
+                c.digest()
+
+        return run

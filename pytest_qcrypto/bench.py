@@ -1,0 +1,175 @@
+"""Open a checked context and measure it: the plain-Python core of a benchmark.
+
+This is what the pytest fixtures call, and what a script can call directly::
+
+    from pytest_qcrypto import bench
+    from pytest_qcrypto.backends.openssl import OpenSSLPlugin
+    from pytest_qcrypto.registry import Selection
+
+    with bench.open_context(Selection("openssl", OpenSSLPlugin()), "sha256") as ctx:
+        m = ctx.measure(4096, min_time=0.1, rounds=3)   # checks the vectors first
+        print(f"{m.kib_per_s:.2f} KiB/s")
+"""
+
+from __future__ import annotations
+
+import os
+import random
+from dataclasses import dataclass
+from types import TracebackType
+
+from pytest_qcrypto import catalog, harness, kat
+from pytest_qcrypto.backends import Context, Unsupported, Workload
+from pytest_qcrypto.catalog import Algorithm
+from pytest_qcrypto.harness import Measurement
+from pytest_qcrypto.registry import Selection
+
+#: AEAD operations cycle through this many distinct random nonces (one per operation).
+NONCE_POOL = 1024
+
+DIGEST, ENCRYPT, DECRYPT = "digest", "encrypt", "decrypt"
+
+
+def resolve_algorithm(name: str | Algorithm) -> Algorithm:
+    """The catalog entry for ``name``; ``Unsupported`` when the catalog has none."""
+    if isinstance(name, Algorithm):
+        return name
+    alg = catalog.lookup(name)
+    if alg is None:
+        raise Unsupported(f"unknown algorithm {name!r}")
+    return alg
+
+
+def direction_of(alg: Algorithm, decrypt: bool) -> str:
+    """``digest`` for digests, else ``encrypt`` or ``decrypt``."""
+    if alg.kind == catalog.DIGEST:
+        return DIGEST
+    return DECRYPT if decrypt else ENCRYPT
+
+
+class Randomness:
+    """Keys, IVs, nonces and data for a run: ``os.urandom``, or seeded (reproducible)."""
+
+    def __init__(self, seed: int | None = None) -> None:
+        self.seed = seed
+        self._rng = random.Random(seed) if seed is not None else None
+
+    def bytes(self, n: int) -> bytes:
+        return self._rng.randbytes(n) if self._rng is not None else os.urandom(n)
+
+    def key(self, alg: Algorithm) -> bytes:
+        """A random key of ``alg.key_size`` bytes; XTS and 3DES halves/thirds differ."""
+        while True:
+            key = self.bytes(alg.key_size)
+            third = alg.key_size // 3
+            if alg.mode == "xts" and key[: alg.key_size // 2] == key[alg.key_size // 2:]:
+                continue
+            if alg.family == "des" and (key[:third] == key[third:2 * third]
+                                        or key[third:2 * third] == key[2 * third:]):
+                continue
+            return key
+
+
+class BenchContext:
+    """An open benchmark context (random key) that checks itself before it is timed.
+
+    :meth:`check` runs the known-answer vectors once (on contexts of their
+    own keys); :meth:`measure` calls it first, so nothing unchecked is ever
+    timed.  Use as a context manager, or call :meth:`close`.
+    """
+
+    def __init__(self, selection: Selection, alg: Algorithm, ctx: Context,
+                 rng: Randomness) -> None:
+        self.selection = selection
+        self.algorithm = alg
+        self.context = ctx
+        self.rng = rng
+        self.checked = False
+
+    def check(self) -> None:
+        """Run the known-answer vectors of this algorithm on this plugin (once).
+
+        Raises ``KnownAnswerError`` naming plugin, algorithm and vector.
+        """
+        if not self.checked:
+            plugin, variant, alg = self.selection.plugin, self.selection.variant, self.algorithm
+            kat.check_vectors(self.selection.typed, alg, lambda key: plugin.open(alg, key, variant))
+            self.checked = True
+
+    @property
+    def driver(self) -> str | None:
+        return self.context.driver
+
+    def workload(self, size: int, decrypt: bool = False) -> Workload:
+        """Random buffer (and IV, nonces, ciphertext) of ``size`` bytes for this context."""
+        alg = self.algorithm
+        problem = alg.size_problem(size)
+        if problem:
+            raise Unsupported(problem)
+        data = self.rng.bytes(size)
+        if alg.kind == catalog.DIGEST:
+            return Workload(data)
+        if alg.kind == catalog.AEAD:
+            nonces = tuple(self.rng.bytes(alg.iv_size) for _ in range(NONCE_POOL))
+            sealed = self.context.encrypt(nonces[0], data) if decrypt else b""
+            return Workload(data, nonces=nonces, decrypt=decrypt, ciphertext=sealed)
+        iv = self.rng.bytes(alg.iv_size)
+        sealed = self.context.encrypt(iv, data) if decrypt else b""
+        return Workload(data, iv=iv, decrypt=decrypt, ciphertext=sealed)
+
+    def measure(self, size: int, *, decrypt: bool = False, min_time: float = 0.1,
+                rounds: int = 3) -> Measurement:
+        """Time ``size``-byte operations (bytes; ``min_time`` in seconds).
+
+        Checks the known-answer vectors (once) and the decrypt round trip of
+        the benchmark buffer first; raises ``KnownAnswerError`` if either fails, ``Unsupported`` for a size the
+        algorithm does not take, ``TimerError`` for a frozen clock.
+        """
+        self.check()
+        work = self.workload(size, decrypt)
+        kat.check_round_trip(self.selection.typed, self.algorithm, self.context, work)
+        timing = harness.time_runner(self.context.runner(work), min_time=min_time, rounds=rounds)
+        return Measurement(
+            algorithm=self.algorithm.name, plugin=self.selection.typed, size=size,
+            direction=direction_of(self.algorithm, decrypt), count=timing.count,
+            rounds_s=timing.rounds_s, cpu_s=timing.cpu_s,
+            canonical_plugin=self.selection.canonical, operation=self.algorithm.operation,
+            driver=self.context.driver, hardware=self.context.hardware)
+
+    def close(self) -> None:
+        self.context.close()
+
+    def __enter__(self) -> BenchContext:
+        return self
+
+    def __exit__(self, exc_type: type[BaseException] | None, exc: BaseException | None,
+                 tb: TracebackType | None) -> None:
+        self.close()
+
+
+def open_context(selection: Selection, algorithm: str | Algorithm,
+                 rng: Randomness | None = None) -> BenchContext:
+    """Open the benchmark context of ``algorithm`` in the selected plugin, with a random key.
+
+    Raises ``Unsupported`` / ``Unavailable`` from the plugin, with its reason.
+    The known-answer check runs later, in :meth:`BenchContext.check`.
+    """
+    alg = resolve_algorithm(algorithm)
+    rng = rng or Randomness()
+    ctx = selection.plugin.open(alg, rng.key(alg), selection.variant)
+    return BenchContext(selection, alg, ctx, rng)
+
+
+@dataclass(frozen=True)
+class Case:
+    """One cell of a speed matrix: algorithm x plugin (as typed) x buffer size x direction."""
+
+    algorithm: str
+    plugin: str
+    size: int
+    decrypt: bool = False
+
+    @property
+    def id(self) -> str:
+        """The test id inside the brackets: ``openssl-16``."""
+        return f"{self.plugin}-{self.size}"

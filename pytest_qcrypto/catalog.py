@@ -1,0 +1,179 @@
+"""The algorithm catalog: every algorithm qcrypto can measure, as data.
+
+Each :class:`Algorithm` carries its canonical OpenSSL-style name, its aliases,
+its sizes (key, IV or nonce, tag, block) in bytes, and the conventions that
+make every crypto plugin agree byte for byte:
+
+* ChaCha20 (RFC 8439 section 2.4): the 16-byte IV is a 4-byte little-endian
+  block counter followed by the 12-byte nonce, as OpenSSL lays it out.
+* AES-XTS (IEEE 1619-2007): the key is two AES keys of equal length
+  (32 or 64 bytes in all) whose halves must differ; the 16-byte IV is the tweak.
+* GCM (NIST SP 800-38D) and ChaCha20-Poly1305 (RFC 8439 section 2.8): 12-byte
+  nonce, 16-byte tag, appended to the ciphertext.
+
+What one *operation* is (the unit of ``count`` in a Measurement) is fixed per
+kind of algorithm, see :data:`OPERATION`.  MACs and public-key algorithms will
+be further kinds; the lookup functions here do not assume only three.
+"""
+
+from __future__ import annotations
+
+import difflib
+import re
+from dataclasses import dataclass, field
+
+DIGEST = "digest"
+CIPHER = "cipher"
+AEAD = "aead"
+
+#: What one timed operation is, per kind, and how it compares with ``openssl speed``.
+OPERATION = {
+    DIGEST: (
+        "hash one buffer from a fresh context and finalize "
+        "(what openssl speed times with its one-shot EVP_Digest)"
+    ),
+    CIPHER: (
+        "encrypt (or decrypt) one buffer through one keyed context kept for the "
+        "whole measurement: a streaming update (what openssl speed does for CBC/CTR)"
+    ),
+    AEAD: (
+        "one whole message with the key set up once: new nonce, encrypt, tag; "
+        "decrypt verifies the tag (openssl speed re-keys GCM per operation and "
+        "streams ChaCha20-Poly1305 without a tag)"
+    ),
+}
+
+
+@dataclass(frozen=True)
+class Algorithm:
+    """One algorithm of the catalog.
+
+    Sizes are in bytes.  ``block_size`` is the cipher's block; ``granularity``
+    is what a buffer size must be a multiple of (16 for CBC/ECB/XTS data, 1 for
+    CTR, GCM and ChaCha20); ``min_size`` is the smallest buffer the mode takes
+    (16 for XTS).  For digests ``digest_size`` is the output length and
+    ``block_size`` the compression block.
+    """
+
+    name: str
+    kind: str
+    aliases: tuple[str, ...] = ()
+    digest_size: int = 0
+    block_size: int = 1
+    key_size: int = 0
+    iv_size: int = 0
+    tag_size: int = 0
+    mode: str = ""
+    granularity: int = 1
+    min_size: int = 1
+    family: str = ""
+    notes: str = field(default="", compare=False)
+
+    @property
+    def operation(self) -> str:
+        """What one operation of this algorithm is (see :data:`OPERATION`)."""
+        return OPERATION[self.kind]
+
+    @property
+    def table_kind(self) -> str:
+        """The word the qcrypto table uses: ``digest`` or ``cipher`` (AEADs are ciphers)."""
+        return DIGEST if self.kind == DIGEST else CIPHER
+
+    def size_problem(self, size: int) -> str | None:
+        """Why ``size`` (bytes) is not a valid buffer for this algorithm, or None."""
+        if size < self.min_size:
+            return f"{self.name} needs a buffer of at least {self.min_size} bytes, not {size}"
+        if size % self.granularity:
+            return (
+                f"{self.name} is a {self.block_size * 8}-bit block cipher in {self.mode.upper()} mode "
+                f"without padding: the buffer size must be a multiple of its {self.granularity}-byte "
+                f"block, not {size}"
+            )
+        return None
+
+
+def _digest(name: str, size: int, block: int, *aliases: str) -> Algorithm:
+    return Algorithm(name, DIGEST, aliases, digest_size=size, block_size=block)
+
+
+def _aes(bits: int, mode: str) -> Algorithm:
+    key = bits // 8
+    if mode == "xts":
+        # IEEE 1619: two AES keys; aes-128-xts takes 32 bytes, aes-256-xts 64.
+        return Algorithm(f"aes-{bits}-xts", CIPHER, (f"xts-aes-{bits}",),
+                         block_size=16, key_size=2 * key, iv_size=16, mode="xts",
+                         granularity=1, min_size=16, family="aes")
+    if mode == "gcm":
+        return Algorithm(f"aes-{bits}-gcm", AEAD, (f"id-aes{bits}-gcm",),
+                         block_size=16, key_size=key, iv_size=12, tag_size=16, mode="gcm",
+                         family="aes")
+    iv = 0 if mode == "ecb" else 16
+    gran = 16 if mode in ("cbc", "ecb") else 1
+    aliases = (f"aes{bits}",) if mode == "cbc" else ()  # OpenSSL: aes128 = aes-128-cbc
+    return Algorithm(f"aes-{bits}-{mode}", CIPHER, aliases, block_size=16, key_size=key, iv_size=iv, mode=mode, granularity=gran,
+                     family="aes")
+
+
+#: Every algorithm, canonical name first.  Sources of the parameters:
+#: FIPS 180-4 (SHA-1, SHA-2), FIPS 202 (SHA-3), RFC 1321 (MD5), RFC 7693 (BLAKE2),
+#: GB/T 32905-2016 (SM3), FIPS 197 + SP 800-38A (AES modes), SP 800-38D (GCM),
+#: IEEE 1619-2007 (XTS), RFC 8439 (ChaCha20, Poly1305), SP 800-67 (TDEA).
+ALGORITHMS: tuple[Algorithm, ...] = (
+    _digest("md5", 16, 64),
+    _digest("sha1", 20, 64, "sha-1"),
+    _digest("sha224", 28, 64, "sha-224", "sha2-224"),
+    _digest("sha256", 32, 64, "sha-256", "sha2-256"),
+    _digest("sha384", 48, 128, "sha-384", "sha2-384"),
+    _digest("sha512", 64, 128, "sha-512", "sha2-512"),
+    _digest("sha512-224", 28, 128, "sha-512/224", "sha512/224", "sha2-512/224"),
+    _digest("sha512-256", 32, 128, "sha-512/256", "sha512/256", "sha2-512/256"),
+    _digest("sha3-224", 28, 144),
+    _digest("sha3-256", 32, 136),
+    _digest("sha3-384", 48, 104),
+    _digest("sha3-512", 64, 72),
+    _digest("blake2b512", 64, 128, "blake2b", "blake2b-512"),
+    _digest("blake2s256", 32, 64, "blake2s", "blake2s-256"),
+    _digest("sm3", 32, 64),
+    _aes(128, "cbc"), _aes(192, "cbc"), _aes(256, "cbc"),
+    _aes(128, "ctr"), _aes(192, "ctr"), _aes(256, "ctr"),
+    _aes(128, "ecb"), _aes(256, "ecb"),
+    _aes(128, "gcm"), _aes(256, "gcm"),
+    _aes(128, "xts"), _aes(256, "xts"),
+    Algorithm("chacha20", CIPHER, ("chacha",), block_size=64, key_size=32, iv_size=16,
+              mode="stream", family="chacha20"),
+    Algorithm("chacha20-poly1305", AEAD, ("chachapoly", "chacha20poly1305"), block_size=64,
+              key_size=32, iv_size=12, tag_size=16, mode="aead", family="chacha20"),
+    Algorithm("des-ede3-cbc", CIPHER, ("3des", "3des-cbc", "des3", "tdes", "tdea", "triple-des"),
+              block_size=8, key_size=24, iv_size=8, mode="cbc", granularity=8, family="des"),
+)
+
+def _compact(name: str) -> str:
+    """The lookup key of a name: lower case without separators (``SHA_256`` -> ``sha256``)."""
+    return re.sub(r"[-_/\s]+", "", name.strip().lower())
+
+
+_BY_NAME: dict[str, Algorithm] = {}
+for _alg in ALGORITHMS:
+    for _n in (_alg.name, *_alg.aliases):
+        _BY_NAME[_compact(_n)] = _alg
+
+
+def lookup(name: str) -> Algorithm | None:
+    """The algorithm called ``name`` (canonical name or alias, any case or separator), or None."""
+    return _BY_NAME.get(_compact(name))
+
+
+def names(kind: str | None = None) -> list[str]:
+    """Canonical names, in catalog order; only one kind (``digest``, ``cipher``, ``aead``) if given."""
+    return [a.name for a in ALGORITHMS if kind is None or a.kind == kind]
+
+
+def suggest(name: str, kinds: tuple[str, ...]) -> list[str]:
+    """Up to three canonical names of the given kinds closest to ``name``."""
+    pool = {n: a.name for n, a in _BY_NAME.items() if a.kind in kinds}
+    close = difflib.get_close_matches(_compact(name), list(pool), n=6, cutoff=0.5)
+    out: list[str] = []
+    for n in close:
+        if pool[n] not in out:
+            out.append(pool[n])
+    return out[:3]

@@ -1,0 +1,150 @@
+"""The objects behind the ``qcrypto`` and ``qcrypto_context`` fixtures.
+
+They wrap :mod:`pytest_qcrypto.bench` with pytest's verdicts: a plugin that
+cannot run, or lacks the algorithm, skips the test with the reason; a wrong
+known answer or a plugin error fails it with a one-line message naming plugin,
+algorithm and what went wrong.  Every measurement is recorded into the run's
+summary table.
+"""
+
+from __future__ import annotations
+
+import errno
+from collections.abc import Callable
+from typing import NoReturn
+
+import pytest
+
+from pytest_qcrypto import bench
+from pytest_qcrypto.backends import AuthenticationError, Unavailable, Unsupported
+from pytest_qcrypto.bench import BenchContext, Randomness
+from pytest_qcrypto.harness import Measurement, TimerError
+from pytest_qcrypto.kat import KnownAnswerError
+from pytest_qcrypto.registry import Registry, RegistryError
+
+
+def _errno_text(exc: OSError) -> str:
+    name = errno.errorcode.get(exc.errno or 0, "")
+    return f"[{name or exc.errno}] {exc.strerror or exc}" if exc.errno else str(exc)
+
+
+def fail(message: str) -> NoReturn:
+    """Fail the current test with a one-line message and no traceback."""
+    pytest.fail(message, pytrace=False)
+
+
+class MeasuredContext:
+    """An open context as tests see it: :meth:`measure` times it and records the figure."""
+
+    def __init__(self, ctx: BenchContext, record: Callable[[Measurement], None],
+                 min_time: float, rounds: int) -> None:
+        self.bench = ctx
+        self._record = record
+        self.min_time = min_time
+        self.rounds = rounds
+
+    @property
+    def algorithm(self) -> str:
+        return self.bench.algorithm.name
+
+    @property
+    def plugin(self) -> str:
+        """The plugin name as typed."""
+        return self.bench.selection.typed
+
+    @property
+    def driver(self) -> str | None:
+        """The implementation that does the work, when the plugin can tell (kernel plugins)."""
+        return self.bench.driver
+
+    def measure(self, size: int, *, decrypt: bool = False, min_time: float | None = None,
+                rounds: int | None = None) -> Measurement:
+        """Time ``size``-byte operations, record the result in the summary, return it.
+
+        ``min_time`` (seconds) and ``rounds`` default to the run's
+        ``--qcrypto-min-time`` and ``--qcrypto-rounds``.  Fails the test on a
+        wrong known answer or a plugin error; skips it when the size does not
+        suit the algorithm.
+        """
+        who = f"{self.plugin} {self.algorithm}"
+        try:
+            m = self.bench.measure(size, decrypt=decrypt,
+                                   min_time=self.min_time if min_time is None else min_time,
+                                   rounds=self.rounds if rounds is None else rounds)
+        except KnownAnswerError as exc:
+            fail(str(exc))
+        except Unsupported as exc:
+            pytest.skip(f"{who}: {exc}")
+        except AuthenticationError as exc:
+            fail(f"{who} at {size} bytes: authentication failed: {exc}")
+        except TimerError as exc:
+            fail(f"{who} at {size} bytes: {exc}")
+        except OSError as exc:
+            driver = f" (driver {self.driver})" if self.driver else ""
+            fail(f"{who}{driver} at {size} bytes failed: {_errno_text(exc)}")
+        self._record(m)
+        return m
+
+    def close(self) -> None:
+        self.bench.close()
+
+    def __enter__(self) -> MeasuredContext:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+
+class QcryptoFixture:
+    """The ``qcrypto`` fixture: open contexts of any (algorithm, plugin) inside a test.
+
+    Example::
+
+        def test_sha256_floor(qcrypto):
+            ctx = qcrypto.open("sha256", "openssl")
+            assert ctx.measure(4096).kib_per_s > 100_000
+
+    Contexts are closed when the test ends, also when it fails.
+    """
+
+    def __init__(self, registry: Callable[[], Registry], record: Callable[[Measurement], None],
+                 min_time: float, rounds: int, rng: Randomness) -> None:
+        self._registry = registry
+        self._record = record
+        self.min_time = min_time
+        self.rounds = rounds
+        self._rng = rng
+        self._open: list[MeasuredContext] = []
+
+    def open(self, algorithm: str, plugin: str) -> MeasuredContext:
+        """Open a keyed context of ``algorithm`` in ``plugin`` (a name as typed).
+
+        Skips the test when the plugin is unavailable or lacks the algorithm.
+        """
+        try:
+            registry = self._registry()
+            selection = registry.resolve(plugin)
+            alg = bench.resolve_algorithm(algorithm)
+        except (RegistryError, Unsupported) as exc:
+            fail(str(exc))
+        why = registry.unavailable(selection.plugin)
+        if why is not None:
+            pytest.skip(f"{plugin}: unavailable: {why}")
+        if alg.name not in registry.supported(selection.plugin):
+            why = registry.unavailable(selection.plugin)
+            pytest.skip(f"{plugin}: unavailable: {why}" if why
+                        else f"{plugin} does not support {alg.name}")
+        try:
+            ctx = bench.open_context(selection, alg, self._rng)
+        except (Unavailable, Unsupported) as exc:
+            pytest.skip(f"{plugin} {alg.name}: {exc}")
+        except OSError as exc:
+            pytest.skip(f"{plugin} {alg.name}: cannot open a context: {_errno_text(exc)}")
+        measured = MeasuredContext(ctx, self._record, self.min_time, self.rounds)
+        self._open.append(measured)
+        return measured
+
+    def close(self) -> None:
+        """Close every context this fixture opened (teardown)."""
+        while self._open:
+            self._open.pop().close()

@@ -1,0 +1,161 @@
+"""The timing harness: qcrypto's doubling-count loop, usable without pytest.
+
+Calibration: start with ``count = 1``; run ``count`` operations; while that
+run took less than ``min_time`` seconds, double ``count`` and run again.  The
+last calibration run is the first round; the remaining rounds run with the same
+count.  Each round records wall seconds (``time.perf_counter_ns``) and process
+CPU seconds (``time.process_time_ns``); the garbage collector is off inside
+the timed loops.  The figure reported is the median round.
+
+A clock that does not advance (a frozen or mocked ``perf_counter_ns``) would
+make the doubling run forever; :func:`measure` watches an independent guard
+clock (``time.monotonic``) and raises :class:`TimerError` once the guard has
+seen about two seconds more than ``min_time`` while the timer saw almost none.
+"""
+
+from __future__ import annotations
+
+import gc
+import statistics
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+
+from pytest_qcrypto.backends import Runner
+
+#: 1 KiB, the unit of qcrypto's table (KiB/s); kB/s would be 1000.
+KIB = 1024
+#: Never double past this count: 2**40 operations cannot finish in a human lifetime.
+MAX_COUNT = 2**40
+
+
+class TimerError(RuntimeError):
+    """The timer did not advance while operations ran (frozen or mocked clock)."""
+
+
+@dataclass(frozen=True)
+class Measurement:
+    """The result of timing one (algorithm, plugin, size, direction).
+
+    ``count`` operations of ``size`` bytes each ran in every round;
+    ``rounds_s`` and ``cpu_s`` are the wall and CPU seconds of each round.
+    ``plugin`` is the name as the user typed it, ``canonical_plugin`` the
+    plugin it resolved to; ``driver`` names the implementation when the plugin
+    can tell (kernel plugins).
+    """
+
+    algorithm: str
+    plugin: str
+    size: int
+    direction: str
+    count: int
+    rounds_s: tuple[float, ...]
+    cpu_s: tuple[float, ...] = ()
+    canonical_plugin: str = ""
+    operation: str = ""
+    driver: str | None = None
+    hardware: bool | None = None
+    extra: dict[str, object] = field(default_factory=dict, compare=False)
+
+    @property
+    def median_s(self) -> float:
+        """Wall seconds of the median round."""
+        return statistics.median(self.rounds_s)
+
+    @property
+    def median_cpu_s(self) -> float:
+        """CPU seconds of the median round (by wall time); 0.0 when not recorded."""
+        if not self.cpu_s:
+            return 0.0
+        order = sorted(range(len(self.rounds_s)), key=self.rounds_s.__getitem__)
+        return self.cpu_s[order[(len(order) - 1) // 2]]
+
+    @property
+    def bytes_per_second(self) -> float:
+        """Throughput of the median round, bytes per second."""
+        return self.count * self.size / self.median_s
+
+    @property
+    def kib_per_s(self) -> float:
+        """Throughput of the median round in KiB/s (1 KiB = 1024 bytes): the table's cell."""
+        return self.bytes_per_second / KIB
+
+    @property
+    def spread(self) -> float:
+        """Slowest round / fastest round (1.0 = no spread)."""
+        return max(self.rounds_s) / min(self.rounds_s)
+
+
+@dataclass(frozen=True)
+class Timing:
+    """What :func:`time_runner` found: the count and every round's wall and CPU seconds."""
+
+    count: int
+    rounds_s: tuple[float, ...]
+    cpu_s: tuple[float, ...]
+
+
+def _timed(run: Runner, count: int, clock: Callable[[], int],
+           cpu_clock: Callable[[], int]) -> tuple[int, int]:
+    """Run ``count`` operations with the GC off; (wall ns, CPU ns)."""
+    gc_was_on = gc.isenabled()
+    gc.disable()
+    try:
+        c0 = cpu_clock()
+        t0 = clock()
+        run(count)
+        t1 = clock()
+        c1 = cpu_clock()
+    finally:
+        if gc_was_on:
+            gc.enable()
+    return t1 - t0, c1 - c0
+
+
+def time_runner(run: Runner, *, min_time: float = 0.1, rounds: int = 3,
+                clock: Callable[[], int] | None = None,
+                cpu_clock: Callable[[], int] | None = None,
+                guard: Callable[[], float] | None = None,
+                guard_limit: float | None = None) -> Timing:
+    """Calibrate with the doubling-count loop, then time ``rounds`` rounds.
+
+    ``run(count)`` performs ``count`` operations.  ``min_time`` is in seconds,
+    ``rounds`` >= 1.  ``clock`` and ``cpu_clock`` return nanoseconds (default
+    ``time.perf_counter_ns`` and ``time.process_time_ns``, looked up at call
+    time); ``guard`` returns seconds (default ``time.monotonic``).  Raises
+    :class:`TimerError` if the clock stays still while the guard clock passes
+    ``guard_limit`` seconds (default ``min_time * 10 + 1``), and ``ValueError``
+    for a bad ``min_time`` or ``rounds``.
+    """
+    if not min_time > 0 or min_time != min_time:
+        raise ValueError(f"min_time must be a positive number of seconds, not {min_time!r}")
+    if rounds < 1:
+        raise ValueError(f"rounds must be at least 1, not {rounds!r}")
+    clock = clock or time.perf_counter_ns
+    cpu_clock = cpu_clock or time.process_time_ns
+    guard = guard or time.monotonic
+    limit = guard_limit if guard_limit is not None else min_time * 10 + 1.0
+    min_ns = min_time * 1e9
+    started = guard()
+    count = 1
+    wall, cpu = _timed(run, count, clock, cpu_clock)
+    timed_total = wall
+    while wall < min_ns:
+        waited = guard() - started
+        if waited > limit and timed_total < waited * 1e9 / 10:
+            raise TimerError(
+                f"the timer did not advance: {count} operations took {timed_total / 1e9:.3g} s "
+                f"by the timer but {waited:.3g} s by time.monotonic (is perf_counter_ns mocked?)")
+        if count >= MAX_COUNT:
+            raise TimerError(f"{count} operations still took under {min_time} s by the timer")
+        count *= 2
+        wall, cpu = _timed(run, count, clock, cpu_clock)
+        timed_total += wall
+    walls, cpus = [wall], [cpu]
+    for _ in range(rounds - 1):
+        wall, cpu = _timed(run, count, clock, cpu_clock)
+        walls.append(wall)
+        cpus.append(cpu)
+    if min(walls) <= 0:
+        raise TimerError(f"the timer went backwards or stood still during a round: {walls} ns")
+    return Timing(count, tuple(w / 1e9 for w in walls), tuple(c / 1e9 for c in cpus))

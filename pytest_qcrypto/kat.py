@@ -1,0 +1,121 @@
+"""Known-answer tests: every (plugin, algorithm) pair is checked before it is timed.
+
+The vectors live in ``vectors/vectors.json`` inside the package (so they ship
+in the wheel); each entry's ``name`` cites the standard it comes from: FIPS
+180-4 and FIPS 202 (SHA-1/2/3), RFC 1321 (MD5), RFC 7693 (BLAKE2), GB/T 32905
+(SM3), NIST SP 800-38A (AES CBC/CTR/ECB), IEEE 1619-2007 (XTS), McGrew & Viega's
+GCM specification, RFC 8439 (ChaCha20, ChaCha20-Poly1305), NIST SP 800-67 (TDEA).
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable
+from dataclasses import dataclass
+from functools import cache
+from importlib import resources
+
+from pytest_qcrypto import catalog
+from pytest_qcrypto.backends import AuthenticationError, Context, Workload
+from pytest_qcrypto.catalog import Algorithm
+
+
+class KnownAnswerError(Exception):
+    """A plugin gave a wrong answer; ``str()`` names plugin, algorithm and vector."""
+
+
+@dataclass(frozen=True)
+class Vector:
+    """One known answer.  For AEADs ``output`` is the ciphertext followed by the tag."""
+
+    algorithm: str
+    name: str
+    input: bytes
+    output: bytes
+    key: bytes = b""
+    iv: bytes = b""
+    aad: bytes = b""
+
+
+@cache
+def _all_vectors() -> dict[str, tuple[Vector, ...]]:
+    raw = json.loads(resources.files("pytest_qcrypto.vectors").joinpath("vectors.json").read_text())
+    found: dict[str, list[Vector]] = {}
+    h = bytes.fromhex
+    for v in raw["digests"]:
+        found.setdefault(v["algorithm"], []).append(
+            Vector(v["algorithm"], v["name"], h(v["message"]), h(v["digest"])))
+    for v in raw["ciphers"]:
+        found.setdefault(v["algorithm"], []).append(
+            Vector(v["algorithm"], v["name"], h(v["plaintext"]), h(v["ciphertext"]),
+                   h(v["key"]), h(v["iv"])))
+    for v in raw["aeads"]:
+        found.setdefault(v["algorithm"], []).append(
+            Vector(v["algorithm"], v["name"], h(v["plaintext"]), h(v["ciphertext"]) + h(v["tag"]),
+                   h(v["key"]), h(v["nonce"]), h(v["aad"])))
+    return {k: tuple(v) for k, v in found.items()}
+
+
+def vectors(algorithm: str) -> tuple[Vector, ...]:
+    """The known-answer vectors of one catalog algorithm (canonical name)."""
+    return _all_vectors().get(algorithm, ())
+
+
+def _fail(plugin: str, alg: Algorithm, vector: Vector, what: str, got: bytes, want: bytes) -> None:
+    raise KnownAnswerError(
+        f"{plugin} gave a wrong answer for {alg.name} {what} on vector '{vector.name}': "
+        f"got {got.hex()[:64]}, expected {want.hex()[:64]}")
+
+
+def check_vectors(plugin: str, alg: Algorithm, open_context: Callable[[bytes], Context]) -> int:
+    """Run every vector of ``alg`` through contexts from ``open_context(key)``.
+
+    Checks the forward direction, the reverse direction for ciphers and AEADs,
+    and that an AEAD rejects a tampered tag.  Returns how many vectors ran.
+    Raises :class:`KnownAnswerError` on the first wrong answer (plugin errors
+    such as ``Unsupported`` or ``OSError`` propagate as they are).
+    """
+    ran = 0
+    for vector in vectors(alg.name):
+        ctx = open_context(vector.key)
+        try:
+            if alg.kind == catalog.DIGEST:
+                got = ctx.digest(vector.input)
+                if got != vector.output:
+                    _fail(plugin, alg, vector, "digest", got, vector.output)
+            else:
+                got = ctx.encrypt(vector.iv, vector.input, vector.aad)
+                if got != vector.output:
+                    _fail(plugin, alg, vector, "encryption", got, vector.output)
+                back = ctx.decrypt(vector.iv, vector.output, vector.aad)
+                if back != vector.input:
+                    _fail(plugin, alg, vector, "decryption", back, vector.input)
+                if alg.kind == catalog.AEAD:
+                    _check_rejects_bad_tag(plugin, alg, vector, ctx)
+        finally:
+            ctx.close()
+        ran += 1
+    return ran
+
+
+def _check_rejects_bad_tag(plugin: str, alg: Algorithm, vector: Vector, ctx: Context) -> None:
+    tampered = bytearray(vector.output)
+    tampered[-1] ^= 1
+    try:
+        ctx.decrypt(vector.iv, bytes(tampered), vector.aad)
+    except AuthenticationError:
+        return
+    raise KnownAnswerError(
+        f"{plugin} accepted a tampered {alg.name} tag on vector '{vector.name}'")
+
+
+def check_round_trip(plugin: str, alg: Algorithm, ctx: Context, work: Workload) -> None:
+    """Check that decrypting the benchmark's ciphertext gives its plaintext back."""
+    if alg.kind == catalog.DIGEST:
+        return
+    iv = work.nonces[0] if alg.kind == catalog.AEAD else work.iv
+    sealed = work.ciphertext or ctx.encrypt(iv, work.data)
+    if ctx.decrypt(iv, sealed) != work.data:
+        raise KnownAnswerError(
+            f"{plugin} {alg.name}: decrypting the {work.size}-byte benchmark buffer "
+            "did not give the plaintext back")

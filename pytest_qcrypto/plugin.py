@@ -1,0 +1,413 @@
+"""pytest hooks of pytest-qcrypto: options, the speed matrix, fixtures, the summary.
+
+Reads top to bottom in the order pytest calls it.  Registering this plugin is
+cheap: no crypto library is imported and no kernel interface probed until an
+option, fixture or marker asks for a measurement.  The run's state lives in one
+:class:`QcryptoRun`, registered on the plugin manager as ``"qcrypto-run"``.
+"""
+
+from __future__ import annotations
+
+import sys
+from collections.abc import Generator, Iterator
+from functools import cached_property
+from itertools import product
+from typing import Any
+
+import pytest
+
+from pytest_qcrypto import catalog, settings
+from pytest_qcrypto.bench import Case, Randomness, direction_of
+from pytest_qcrypto.catalog import Algorithm
+from pytest_qcrypto.harness import Measurement
+from pytest_qcrypto.registry import Registry, RegistryError, Selection
+from pytest_qcrypto.settings import Settings, SettingsError
+
+CASE_KEY = pytest.StashKey[Case]()
+RUN_NAME = "qcrypto-run"
+
+
+def pytest_addhooks(pluginmanager: pytest.PytestPluginManager) -> None:
+    from pytest_qcrypto import hookspecs
+
+    pluginmanager.add_hookspecs(hookspecs)
+
+
+def pytest_addoption(parser: pytest.Parser) -> None:
+    group = parser.getgroup("qcrypto", "crypto speed benchmarks (pytest-qcrypto)")
+    group.addoption("--qcrypto-digest", action="append", metavar="NAME", default=[],
+                    help="measure this digest (repeatable, comma lists allowed), e.g. sha256. "
+                         "Without test paths, only the speed matrix runs.")
+    group.addoption("--qcrypto-cipher", action="append", metavar="NAME", default=[],
+                    help="measure this cipher or AEAD (repeatable, comma lists allowed), "
+                         "e.g. aes-128-cbc,chacha20-poly1305.")
+    group.addoption("--qcrypto-plugin", action="append", metavar="NAME", default=[],
+                    help="crypto plugin to measure (repeatable, at most 10, table rows in this "
+                         "order): openssl, pycryptodome, hashlib, ... Default: the first "
+                         "available of openssl, hashlib, pycryptodome.")
+    group.addoption("--qcrypto-size", action="append", metavar="BYTES", default=[],
+                    help="buffer size in bytes (repeatable, comma lists allowed). "
+                         "Default: 16,64,256,1024,4096,8192,32768.")
+    group.addoption("--qcrypto-min-time", metavar="SECONDS", default=None,
+                    help="the doubling loop stops once a run takes this long (default 0.1).")
+    group.addoption("--qcrypto-rounds", metavar="N", default=None,
+                    help="timed rounds per measurement; the median is reported (default 3).")
+    group.addoption("--qcrypto-decrypt", action="store_true", default=False,
+                    help="time decryption instead of encryption.")
+    group.addoption("--qcrypto-seed", metavar="N", default=None,
+                    help="seed for keys and data (default: fresh random bytes each run).")
+    group.addoption("--qcrypto-list", action="store_true", default=False,
+                    help="list crypto plugins, their availability, libraries and algorithms, "
+                         "then exit.")
+    parser.addini("qcrypto_plugins", type="args", default=[],
+                  help="default crypto plugins (like --qcrypto-plugin).")
+    parser.addini("qcrypto_sizes", type="args", default=[],
+                  help="default buffer sizes in bytes (like --qcrypto-size).")
+    parser.addini("qcrypto_min_time", default=None, help="default --qcrypto-min-time, seconds.")
+    parser.addini("qcrypto_rounds", default=None, help="default --qcrypto-rounds.")
+
+
+def pytest_cmdline_main(config: pytest.Config) -> int | None:
+    if config.getoption("qcrypto_list"):
+        run = QcryptoRun(config)
+        try:
+            lines = list_plugins(run.registry)
+        except RegistryError as exc:
+            sys.stderr.write(f"ERROR: {exc}\n")
+            return int(pytest.ExitCode.USAGE_ERROR)
+        sys.stdout.write("\n".join(lines) + "\n")
+        return 0
+    return None
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    config.addinivalue_line(
+        "markers",
+        "qcrypto(algorithms, plugins=None, sizes=None, decrypt=False): parametrize a test over "
+        "algorithm x crypto plugin x buffer size; it gets the qcrypto_case and "
+        "qcrypto_context fixtures.")
+    run = QcryptoRun(config)
+    try:
+        run.check()
+    except (SettingsError, RegistryError) as exc:
+        raise pytest.UsageError(str(exc)) from None
+    config.pluginmanager.register(run, RUN_NAME)
+
+
+def list_plugins(registry: Registry) -> list[str]:
+    """The ``--qcrypto-list`` text: each plugin, its state, library, algorithms, details."""
+    lines = ["crypto plugins (first available is the default):"]
+    for p in registry.plugins:
+        why = registry.unavailable(p)
+        aliases = f" (aliases: {', '.join(p.aliases)})" if p.aliases else ""
+        lines.append(f"{p.name}{aliases}: {'available' if why is None else 'unavailable: ' + why}")
+        lines.append(f"  library: {p.library}")
+        if why is None:
+            try:
+                lines.append(f"  version: {p.version()}")
+            except Exception as exc:
+                lines.append(f"  version: unknown ({type(exc).__name__}: {exc})")
+        supported = registry.supported(p)
+        for kind in (catalog.DIGEST, catalog.CIPHER, catalog.AEAD):
+            names = [n for n in catalog.names(kind) if n in supported]
+            if names:
+                lines.append(f"  {kind}s: {', '.join(names)}")
+        try:
+            lines.extend(f"  {line}" for line in p.details())
+        except Exception as exc:
+            lines.append(f"  details unavailable: {type(exc).__name__}: {exc}")
+    return lines
+
+
+class QcryptoRun:
+    """The state of one pytest run: settings, registry, matrix, recorded results."""
+
+    def __init__(self, config: pytest.Config) -> None:
+        self.config = config
+        opt = config.getoption
+        self.requested = bool(opt("qcrypto_digest") or opt("qcrypto_cipher"))
+        from_command_line = config.args_source == pytest.Config.ArgsSource.ARGS
+        self.matrix_only = self.requested and not from_command_line
+        self.measurements: list[Measurement] = []
+        #: (algorithm, direction) -> (plugin as typed, size) -> Cell
+        self.cells: dict[tuple[str, str], dict[tuple[str, int], Any]] = {}
+        self.plugin_order: list[str] = []
+
+    # -- settings ----------------------------------------------------------------
+
+    def _ini_or_option(self, option: str, ini: str) -> Any:
+        value = self.config.getoption(option)
+        return value if value not in (None, []) else self.config.getini(ini) or None
+
+    @cached_property
+    def settings(self) -> Settings:
+        """The run's checked settings (algorithms are empty unless the matrix was asked for)."""
+        opt = self.config.getoption
+        algorithms = settings.parse_algorithms(opt("qcrypto_digest"), (catalog.DIGEST,),
+                                               "--qcrypto-digest")
+        algorithms += settings.parse_algorithms(opt("qcrypto_cipher"),
+                                                (catalog.CIPHER, catalog.AEAD), "--qcrypto-cipher")
+        if self.requested and not algorithms:
+            raise SettingsError("--qcrypto-digest/--qcrypto-cipher: no algorithm name given")
+        sizes = settings.parse_sizes(self._ini_or_option("qcrypto_size", "qcrypto_sizes"))
+        settings.check_sizes(algorithms, sizes)
+        plugins = settings.split_list(self._ini_or_option("qcrypto_plugin", "qcrypto_plugins"))
+        settings.check_plugin_count(plugins)
+        min_time = self._ini_or_option("qcrypto_min_time", "qcrypto_min_time")
+        rounds = self._ini_or_option("qcrypto_rounds", "qcrypto_rounds")
+        seed = opt("qcrypto_seed")
+        if seed is not None:
+            try:
+                seed = int(seed)
+            except ValueError:
+                raise SettingsError(f"--qcrypto-seed: {seed!r} is not a whole number") from None
+        return Settings(
+            algorithms=tuple(algorithms), plugins=tuple(plugins), sizes=sizes,
+            min_time=settings.parse_min_time(min_time) if min_time else settings.DEFAULT_MIN_TIME,
+            rounds=settings.parse_rounds(rounds) if rounds else settings.DEFAULT_ROUNDS,
+            decrypt=bool(opt("qcrypto_decrypt")), seed=seed)
+
+    @cached_property
+    def registry(self) -> Registry:
+        """Built-in crypto plugins, then those from ``pytest_qcrypto_plugins`` implementations."""
+        from pytest_qcrypto.backends import builtin_plugins
+
+        extra: list[object] = []
+        for result in reversed(self.config.hook.pytest_qcrypto_plugins()):
+            if isinstance(result, (list, tuple)):
+                extra.extend(result)
+            else:
+                extra.append(result)
+        return Registry([*builtin_plugins(), *extra])
+
+    @cached_property
+    def rng(self) -> Randomness:
+        return Randomness(self.settings.seed)
+
+    @cached_property
+    def selections(self) -> list[Selection]:
+        """The plugins of the matrix, as typed, checked against the registry."""
+        chosen = [self.registry.resolve(t) for t in self.settings.plugins]
+        seen: dict[str, str] = {}
+        for s in chosen:
+            if s.canonical in seen:
+                raise RegistryError(f"--qcrypto-plugin: {s.typed!r} names the same plugin as "
+                                    f"{seen[s.canonical]!r}; give each plugin once")
+            seen[s.canonical] = s.typed
+        if not chosen:
+            default = self.registry.default()
+            if default is None:
+                raise RegistryError("no crypto plugin is available here "
+                                    "(see pytest --qcrypto-list)")
+            chosen = [default]
+        return chosen
+
+    def check(self) -> None:
+        """Find every command-line problem before any test runs (raises for a usage error)."""
+        _ = self.settings
+        if self.requested or self.config.getoption("qcrypto_plugin"):
+            _ = self.selections
+
+    # -- collection --------------------------------------------------------------
+
+    def cases(self) -> Iterator[Case]:
+        """The speed matrix, in table order: algorithm, then plugin, then size."""
+        s = self.settings
+        for alg, sel, size in product(s.algorithms, self.selections, s.sizes):
+            yield Case(alg.name, sel.typed, size, s.decrypt and alg.kind != catalog.DIGEST)
+
+    @pytest.hookimpl(wrapper=True)
+    def pytest_make_collect_report(self, collector: pytest.Collector) -> Generator[None, Any, Any]:
+        rep = yield
+        if self.requested and isinstance(collector, pytest.Session) and rep.passed:
+            matrix = SpeedMatrix.from_parent(collector, name="qcrypto", nodeid="qcrypto")
+            rep.result = [matrix] if self.matrix_only else [*rep.result, matrix]
+        return rep
+
+    def pytest_generate_tests(self, metafunc: pytest.Metafunc) -> None:
+        marker = metafunc.definition.get_closest_marker("qcrypto")
+        if marker is None or "qcrypto_case" not in metafunc.fixturenames:
+            return
+        try:
+            cases = self.marker_cases(marker)
+        except (SettingsError, RegistryError, TypeError) as exc:
+            raise pytest.UsageError(f"{metafunc.definition.nodeid}: @pytest.mark.qcrypto: {exc}")
+        metafunc.parametrize("qcrypto_case", cases,
+                             ids=[f"{c.algorithm}-{c.plugin}-{c.size}" for c in cases])
+
+    def marker_cases(self, marker: pytest.Mark) -> list[Case]:
+        """Cases of ``@pytest.mark.qcrypto(algorithms, plugins=None, sizes=None, decrypt=False)``."""
+        kwargs = dict(marker.kwargs)
+        names = list(marker.args) + settings.split_list(_as_list(kwargs.pop("algorithms", [])))
+        algorithms: list[Algorithm] = settings.parse_algorithms(
+            names, (catalog.DIGEST, catalog.CIPHER, catalog.AEAD), "algorithms")
+        if not algorithms:
+            raise SettingsError("give at least one algorithm")
+        typed = settings.split_list(_as_list(kwargs.pop("plugins", None)))
+        selections = [self.registry.resolve(t) for t in typed] or self.selections
+        sizes = kwargs.pop("sizes", None)
+        sizes_t = (settings.parse_sizes([str(s) for s in _as_list(sizes)], "sizes")
+                   if sizes is not None else self.settings.sizes)
+        settings.check_sizes(algorithms, sizes_t)
+        decrypt = bool(kwargs.pop("decrypt", False))
+        kwargs.pop("floor", None)  # read by the regression gate, not here
+        if kwargs:
+            raise SettingsError(f"unknown marker arguments: {', '.join(kwargs)}")
+        return [Case(a.name, s.typed, size, decrypt and a.kind != catalog.DIGEST)
+                for a, s, size in product(algorithms, selections, sizes_t)]
+
+    # -- results -----------------------------------------------------------------
+
+    def record(self, m: Measurement) -> None:
+        """Keep a measurement for the summary (called by the fixtures)."""
+        from pytest_qcrypto.render import Cell
+
+        self.measurements.append(m)
+        self._cell(m.algorithm, m.direction, m.plugin)[(m.plugin, m.size)] = Cell(m)
+
+    def _cell(self, algorithm: str, direction: str, plugin: str) -> dict[tuple[str, int], Any]:
+        if plugin not in self.plugin_order:
+            self.plugin_order.append(plugin)
+        return self.cells.setdefault((algorithm, direction), {})
+
+    @pytest.hookimpl(wrapper=True)
+    def pytest_runtest_makereport(self, item: pytest.Item,
+                                  call: pytest.CallInfo[None]) -> Generator[None, Any, Any]:
+        report = yield
+        case = case_of(item)
+        if case is None or report.passed:
+            return report
+        from pytest_qcrypto.render import FAILED, SKIPPED, Cell
+
+        alg = catalog.lookup(case.algorithm)
+        if alg is None:
+            return report
+        cells = self._cell(alg.name, direction_of(alg, case.decrypt), case.plugin)
+        if (case.plugin, case.size) in cells and cells[(case.plugin, case.size)].measurement:
+            return report  # measured, then failed later (e.g. a floor): keep the figure
+        status = SKIPPED if report.skipped else FAILED
+        cells[(case.plugin, case.size)] = Cell(None, status, _reason(report))
+        return report
+
+    def tables(self) -> list[Any]:
+        """One table per (algorithm, direction), in matrix order then first-seen order."""
+        from pytest_qcrypto.render import Table
+
+        order = [p.typed for p in self.selections] if self.requested else []
+        plugins_in_order = order + [p for p in self.plugin_order if p not in order]
+        out = []
+        for (alg_name, direction), cells in self.cells.items():
+            alg = catalog.lookup(alg_name)
+            assert alg is not None
+            plugins = tuple(p for p in plugins_in_order if any(q == p for q, _ in cells))
+            sizes = tuple(sorted({s for _, s in cells}))
+            out.append(Table(alg.name, alg.table_kind, direction, plugins, sizes, cells))
+        return out
+
+    def pytest_terminal_summary(self, terminalreporter: Any) -> None:
+        if not self.cells:
+            return
+        from pytest_qcrypto.render import report
+
+        terminalreporter.write_sep("=", "qcrypto speed")
+        verbose = self.config.getoption("verbose") > 0
+        for line in report(self.tables(), verbose):
+            terminalreporter.write_line(line)
+
+    # -- fixtures ----------------------------------------------------------------
+
+    def fixture(self) -> Any:
+        from pytest_qcrypto.fixture import QcryptoFixture
+
+        s = self.settings
+        return QcryptoFixture(lambda: self.registry, self.record, s.min_time, s.rounds, self.rng)
+
+
+class SpeedMatrix(pytest.Collector):
+    """The built-in matrix: one item per algorithm x plugin x size, ``qcrypto::sha256[openssl-16]``."""
+
+    def collect(self) -> list[pytest.Item]:
+        run: QcryptoRun = self.config.pluginmanager.get_plugin(RUN_NAME)
+        items: list[pytest.Item] = []
+        for case in run.cases():
+            item = pytest.Function.from_parent(self, name=f"{case.algorithm}[{case.id}]",
+                                               callobj=speed_cell)
+            item.stash[CASE_KEY] = case
+            items.append(item)
+        return items
+
+    def reportinfo(self) -> tuple[str, int | None, str]:
+        return "qcrypto", None, "qcrypto speed matrix"
+
+
+def speed_cell(qcrypto_case: Case, qcrypto_context: Any) -> None:
+    """One cell of the speed matrix: measure the case's size (the figure is recorded)."""
+    qcrypto_context.measure(qcrypto_case.size, decrypt=qcrypto_case.decrypt)
+
+
+def case_of(item: pytest.Item) -> Case | None:
+    """The qcrypto case of an item: a matrix cell, or a test parametrized by the marker."""
+    case = item.stash.get(CASE_KEY, None)
+    if case is None:
+        callspec = getattr(item, "callspec", None)
+        case = callspec.params.get("qcrypto_case") if callspec is not None else None
+    return case if isinstance(case, Case) else None
+
+
+def _as_list(value: Any) -> list[Any]:
+    if value is None:
+        return []
+    if isinstance(value, (str, int)):
+        return [value]
+    return list(value)
+
+
+def _reason(report: pytest.TestReport) -> str:
+    """The one-line reason of a skipped or failed report."""
+    longrepr = report.longrepr
+    if isinstance(longrepr, tuple) and len(longrepr) == 3:
+        text = str(longrepr[2])
+        text = text.removeprefix("Skipped: ")
+    else:
+        text = report.longreprtext.strip().splitlines()[-1] if report.longreprtext else ""
+    text = text.strip()
+    if report.failed and report.when != "call":
+        text = f"error in {report.when}: {text}"
+    return text or report.outcome
+
+
+@pytest.fixture
+def qcrypto(request: pytest.FixtureRequest) -> Iterator[Any]:
+    """Open, measure and record crypto contexts in your own tests.
+
+    ``qcrypto.open(algorithm, plugin)`` returns a context with
+    ``measure(size_bytes) -> Measurement`` (``.kib_per_s``, ``.count``,
+    ``.rounds_s``); contexts close when the test ends.  Skips when the plugin is
+    unavailable or lacks the algorithm.
+    """
+    run: QcryptoRun = request.config.pluginmanager.get_plugin(RUN_NAME)
+    fixture = run.fixture()
+    try:
+        yield fixture
+    finally:
+        fixture.close()
+
+
+@pytest.fixture
+def qcrypto_case(request: pytest.FixtureRequest) -> Case:
+    """The (algorithm, plugin, size) of this item: set by the matrix or ``@pytest.mark.qcrypto``."""
+    case = request.node.stash.get(CASE_KEY, None)
+    if case is None:
+        pytest.fail("qcrypto_case needs @pytest.mark.qcrypto(algorithms=..., ...) on the test",
+                    pytrace=False)
+    return case
+
+
+@pytest.fixture
+def qcrypto_context(qcrypto: Any, qcrypto_case: Case) -> Any:
+    """The open, keyed context of this item's (algorithm, plugin); closed at teardown.
+
+    A software context, a /dev/crypto session or an AF_ALG socket.  Its
+    ``measure(size)`` checks the known-answer vectors first, then times.
+    """
+    return qcrypto.open(qcrypto_case.algorithm, qcrypto_case.plugin)

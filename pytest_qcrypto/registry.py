@@ -1,0 +1,127 @@
+"""Which crypto plugins exist, which can run here, and what a typed name means.
+
+The registry is built from the ``pytest_qcrypto_plugins`` hook (the built-in
+plugins answer it too) or from a plain list in Python code.  It never probes a
+plugin until asked, and asks each plugin at most once per run.
+
+A typed name is what the user wrote after ``--qcrypto-plugin``: a plugin's
+name or alias (``openssl``, ``openssl-3``), optionally followed by ``:VARIANT``
+for plugins that pin a driver (``afalg:sha256-generic``).  The typed name is
+kept for display; :class:`Selection` carries both.
+"""
+
+from __future__ import annotations
+
+import difflib
+from collections.abc import Iterable
+from dataclasses import dataclass
+from functools import cached_property
+
+from pytest_qcrypto.backends import CryptoPlugin, Unavailable
+
+
+class RegistryError(ValueError):
+    """A typed name that matches no plugin, or a plugin that declares nonsense."""
+
+
+@dataclass(frozen=True)
+class Selection:
+    """A plugin as the user chose it: ``typed`` as written, the plugin, the pinned variant."""
+
+    typed: str
+    plugin: CryptoPlugin
+    variant: str | None = None
+
+    @property
+    def canonical(self) -> str:
+        """The plugin's own name, with the variant: ``afalg:sha256-generic``, ``openssl``."""
+        return f"{self.plugin.name}:{self.variant}" if self.variant else self.plugin.name
+
+
+def _check_plugin(p: object) -> CryptoPlugin:
+    if not isinstance(p, CryptoPlugin):
+        raise RegistryError(
+            f"pytest_qcrypto_plugins returned {p!r}, which is not a pytest_qcrypto CryptoPlugin")
+    name = getattr(p, "name", None)
+    if not isinstance(name, str) or not name or ":" in name or name != name.strip() \
+            or any(c.isspace() for c in name):
+        raise RegistryError(
+            f"crypto plugin {type(p).__name__} has an unusable name {name!r}: "
+            "it must be a non-empty string without spaces or ':'")
+    aliases = getattr(p, "aliases", ())
+    if isinstance(aliases, str) or not all(isinstance(a, str) and a for a in aliases):
+        raise RegistryError(f"crypto plugin {name!r} declares aliases {aliases!r}: "
+                            "they must be a tuple of non-empty strings")
+    return p
+
+
+class Registry:
+    """All known crypto plugins, in registration order (built-ins first)."""
+
+    def __init__(self, plugins: Iterable[object]) -> None:
+        self.plugins: list[CryptoPlugin] = []
+        self._by_name: dict[str, CryptoPlugin] = {}
+        for p in plugins:
+            plugin = _check_plugin(p)
+            for n in (plugin.name, *plugin.aliases):
+                other = self._by_name.get(n.lower())
+                if other is not None and other is not plugin:
+                    raise RegistryError(
+                        f"two crypto plugins claim the name {n!r}: "
+                        f"{type(other).__name__} and {type(plugin).__name__}")
+                self._by_name[n.lower()] = plugin
+            self.plugins.append(plugin)
+        self._status: dict[str, str | None] = {}
+        self._supported: dict[str, frozenset[str]] = {}
+
+    @cached_property
+    def names(self) -> list[str]:
+        """Every plugin's name, in registration order."""
+        return [p.name for p in self.plugins]
+
+    def resolve(self, typed: str) -> Selection:
+        """The :class:`Selection` for a typed name; :class:`RegistryError` with suggestions."""
+        base, sep, variant = typed.strip().partition(":")
+        plugin = self._by_name.get(base.lower())
+        if plugin is None:
+            close = difflib.get_close_matches(base.lower(), list(self._by_name), n=3, cutoff=0.5)
+            hint = f"; did you mean {', '.join(repr(self._by_name[c].name) for c in close)}?" \
+                if close else ""
+            raise RegistryError(
+                f"unknown crypto plugin {typed!r}{hint} Valid plugins: {', '.join(self.names)} "
+                "(see pytest --qcrypto-list)")
+        if sep and not variant:
+            raise RegistryError(f"plugin name {typed!r} ends in ':' without a driver name")
+        return Selection(typed.strip(), plugin, variant or None)
+
+    def unavailable(self, plugin: CryptoPlugin) -> str | None:
+        """Why ``plugin`` cannot run here, or None when it can (probed once)."""
+        if plugin.name not in self._status:
+            try:
+                plugin.probe()
+                self._status[plugin.name] = None
+            except Unavailable as exc:
+                self._status[plugin.name] = str(exc) or "unavailable"
+            except Exception as exc:  # a third-party probe that breaks is unavailable, not a crash
+                self._status[plugin.name] = f"probe failed: {type(exc).__name__}: {exc}"
+        return self._status[plugin.name]
+
+    def supported(self, plugin: CryptoPlugin) -> frozenset[str]:
+        """Catalog names ``plugin`` supports (empty when unavailable; asked once)."""
+        if plugin.name not in self._supported:
+            found: frozenset[str] = frozenset()
+            if self.unavailable(plugin) is None:
+                try:
+                    found = frozenset(n for n in plugin.supported() if isinstance(n, str))
+                except Exception as exc:
+                    self._status[plugin.name] = (
+                        f"could not list its algorithms: {type(exc).__name__}: {exc}")
+            self._supported[plugin.name] = found
+        return self._supported[plugin.name]
+
+    def default(self) -> Selection | None:
+        """The first available plugin in registration order, or None."""
+        for p in self.plugins:
+            if self.unavailable(p) is None:
+                return Selection(p.name, p)
+        return None
