@@ -28,6 +28,11 @@ def _errno_text(exc: OSError) -> str:
     return f"[{name or exc.errno}] {exc.strerror or exc}" if exc.errno else str(exc)
 
 
+#: Called with each new measurement and a callable that measures the same cell again
+#: (the regression gate's confirmation runs use it).
+Recorder = Callable[[Measurement, Callable[[], Measurement]], None]
+
+
 def fail(message: str) -> NoReturn:
     """Fail the current test with a one-line message and no traceback."""
     pytest.fail(message, pytrace=False)
@@ -36,8 +41,7 @@ def fail(message: str) -> NoReturn:
 class MeasuredContext:
     """An open context as tests see it: :meth:`measure` times it and records the figure."""
 
-    def __init__(self, ctx: BenchContext, record: Callable[[Measurement], None],
-                 min_time: float, rounds: int) -> None:
+    def __init__(self, ctx: BenchContext, record: Recorder, min_time: float, rounds: int) -> None:
         self.bench = ctx
         self._record = record
         self.min_time = min_time
@@ -66,11 +70,16 @@ class MeasuredContext:
         wrong known answer or a plugin error; skips it when the size does not
         suit the algorithm.
         """
+        min_time = self.min_time if min_time is None else min_time
+        rounds = self.rounds if rounds is None else rounds
+        m = self._measure(size, decrypt, min_time, rounds)
+        self._record(m, lambda: self._measure(size, decrypt, min_time, rounds))
+        return m
+
+    def _measure(self, size: int, decrypt: bool, min_time: float, rounds: int) -> Measurement:
         who = f"{self.plugin} {self.algorithm}"
         try:
-            m = self.bench.measure(size, decrypt=decrypt,
-                                   min_time=self.min_time if min_time is None else min_time,
-                                   rounds=self.rounds if rounds is None else rounds)
+            return self.bench.measure(size, decrypt=decrypt, min_time=min_time, rounds=rounds)
         except KnownAnswerError as exc:
             fail(str(exc))
         except Unsupported as exc:
@@ -82,8 +91,6 @@ class MeasuredContext:
         except OSError as exc:
             driver = f" (driver {self.driver})" if self.driver else ""
             fail(f"{who}{driver} at {size} bytes failed: {_errno_text(exc)}")
-        self._record(m)
-        return m
 
     def close(self) -> None:
         self.bench.close()
@@ -107,8 +114,7 @@ class QcryptoFixture:
     Contexts are closed when the test ends, also when it fails.
     """
 
-    def __init__(self, registry: Callable[[], Registry], record: Callable[[Measurement], None],
-                 min_time: float, rounds: int, rng: Randomness) -> None:
+    def __init__(self, registry: Callable[[], Registry], record: Recorder, min_time: float, rounds: int, rng: Randomness) -> None:
         self._registry = registry
         self._record = record
         self.min_time = min_time

@@ -9,7 +9,7 @@ option, fixture or marker asks for a measurement.  The run's state lives in one
 from __future__ import annotations
 
 import sys
-from collections.abc import Generator, Iterator
+from collections.abc import Callable, Generator, Iterator
 from functools import cached_property
 from itertools import product
 from typing import Any
@@ -258,8 +258,11 @@ class QcryptoRun:
 
     # -- results -----------------------------------------------------------------
 
-    def record(self, m: Measurement) -> None:
-        """Keep a measurement for the summary (called by the fixtures)."""
+    def record(self, m: Measurement, again: Callable[[], Measurement] | None = None) -> None:
+        """Keep a measurement for the summary (called by the fixtures).
+
+        ``again`` re-measures the same cell (for confirmation runs).
+        """
         from pytest_qcrypto.render import Cell
 
         self.measurements.append(m)
