@@ -105,7 +105,7 @@ def notes(table: Table) -> list[str]:
             cell = table.cells.get((p, s))
             status = cell.status if cell is not None and cell.measurement is None else ""
             if cell is None:
-                status, reason = SKIPPED, "not run (deselected or interrupted)"
+                status, reason = SKIPPED, "not measured in this run"
             elif status:
                 reason = cell.reason
             else:
@@ -129,7 +129,7 @@ def notes(table: Table) -> list[str]:
 
 def _status_reason(cell: Cell | None) -> tuple[str, str]:
     if cell is None:
-        return SKIPPED, "not run (deselected or interrupted)"
+        return SKIPPED, "not measured in this run"
     if cell.measurement is not None:
         return "", ""
     return cell.status, cell.reason

@@ -1,0 +1,48 @@
+"""Shared helpers for the test suite: fast qcrypto options and conftest texts of test plugins."""
+
+import pytest
+
+# pytester's in-process runs drop modules first imported inside a run; pyca/cryptography's
+# Rust extension cannot be initialised twice in one process, so import the crypto
+# libraries here, before any run, and they stay loaded.
+import cryptography.hazmat.primitives.ciphers.aead  # noqa: F401
+import cryptography.hazmat.backends.openssl  # noqa: F401
+import cryptography.hazmat.decrepit.ciphers.algorithms  # noqa: F401
+import Crypto.Cipher.AES  # noqa: F401
+
+#: Options that keep a speed matrix fast in tests (figures are never asserted).
+FAST = ("--qcrypto-min-time", "0.001", "--qcrypto-rounds", "1")
+
+#: A conftest adding crypto plugins that are test doubles: one unavailable, one that
+#: answers wrongly (and would fail loudly if it were ever timed).
+TEST_PLUGINS = '''
+from pytest_qcrypto.backends import Context, CryptoPlugin, Unavailable
+
+class Missing(CryptoPlugin):
+    name = "missing"
+    library = "libmissing"
+    def probe(self):
+        raise Unavailable("libmissing is not installed (pip install libmissing)")
+
+class WrongContext(Context):
+    def digest(self, data):
+        return b"\\0" * self.algorithm.digest_size
+    def runner(self, work):
+        raise AssertionError("a plugin that failed its known answers was timed")
+
+class Wrong(CryptoPlugin):
+    name = "wrong"
+    library = "a broken digest"
+    def supported(self):
+        return frozenset({"sha256"})
+    def open(self, algorithm, key, variant=None):
+        return WrongContext(algorithm, key)
+
+def pytest_qcrypto_plugins():
+    return [Missing(), Wrong()]
+'''
+
+
+@pytest.fixture
+def fast():
+    return FAST
