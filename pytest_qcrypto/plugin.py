@@ -231,7 +231,7 @@ class QcryptoRun:
         try:
             cases = self.marker_cases(marker)
         except (SettingsError, RegistryError, TypeError) as exc:
-            raise pytest.UsageError(f"{metafunc.definition.nodeid}: @pytest.mark.qcrypto: {exc}")
+            raise pytest.Collector.CollectError(f"@pytest.mark.qcrypto: {exc}") from None
         metafunc.parametrize("qcrypto_case", cases,
                              ids=[f"{c.algorithm}-{c.plugin}-{c.size}" for c in cases])
 

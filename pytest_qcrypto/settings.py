@@ -78,7 +78,8 @@ def parse_algorithms(values: Iterable[str] | None, kinds: tuple[str, ...],
                      option: str) -> list[Algorithm]:
     """Catalog algorithms of the given kinds, in the order given, without repeats."""
     found: list[Algorithm] = []
-    word = "digest" if kinds == (catalog.DIGEST,) else "cipher"
+    word = {(catalog.DIGEST,): "digest", (catalog.CIPHER, catalog.AEAD): "cipher"}.get(
+        kinds, "algorithm")
     for name in split_list(values):
         alg = catalog.lookup(name)
         if alg is None or alg.kind not in kinds:
