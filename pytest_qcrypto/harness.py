@@ -1,21 +1,29 @@
 """The timing harness: qcrypto's doubling-count loop, usable without pytest.
 
 Calibration: start with ``count = 1``; run ``count`` operations; while that
-run took less than ``min_time`` seconds, double ``count`` and run again.  The
-last calibration run is the first round; the remaining rounds run with the same
+run took less than ``min_time`` seconds, double ``count`` and run again.  Once
+a run takes at least 1/16 of ``min_time``, the count skips ahead to the power
+of two that run predicts will reach ``min_time`` (the doublings in between
+would only confirm it), so the count is still the first power of two that
+reaches ``min_time`` and calibration costs little beyond the rounds.  The last
+calibration run is the first round; the remaining rounds run with the same
 count.  Each round records wall seconds (``time.perf_counter_ns``) and process
 CPU seconds (``time.process_time_ns``); the garbage collector is off inside
-the timed loops.  The figure reported is the median round.
+the timed loops.  The figure reported is the median round; every round is kept.
 
 A clock that does not advance (a frozen or mocked ``perf_counter_ns``) would
-make the doubling run forever; :func:`measure` watches an independent guard
-clock (``time.monotonic``) and raises :class:`TimerError` once the guard has
-seen about two seconds more than ``min_time`` while the timer saw almost none.
+make the doubling run forever.  :func:`time_runner` times every calibration
+run with an independent guard clock (``time.monotonic``) too, and raises
+:class:`TimerError` as soon as one run took a quarter of a second by the guard
+but under a tenth of that by the timer: well within a second of wall time
+unless a single operation is slower than that.  As a second line, it also
+stops once the guard has seen ``min_time * 10 + 1`` seconds of calibration.
 """
 
 from __future__ import annotations
 
 import gc
+import math
 import statistics
 import time
 from collections.abc import Callable
@@ -27,6 +35,11 @@ from pytest_qcrypto.backends import Runner
 KIB = 1024
 #: Never double past this count: 2**40 operations cannot finish in a human lifetime.
 MAX_COUNT = 2**40
+#: Calibration skips ahead once a run takes at least this fraction of ``min_time``.
+SKIP_AHEAD = 1 / 16
+#: A calibration run this long by the guard clock (seconds), that the timer
+#: saw as under a tenth of it, proves the timer broken.
+GUARD_RUN_S = 0.25
 
 
 class TimerError(RuntimeError):
@@ -95,9 +108,13 @@ class Timing:
     cpu_s: tuple[float, ...]
 
 
-def _timed(run: Runner, count: int, clock: Callable[[], int],
-           cpu_clock: Callable[[], int]) -> tuple[int, int]:
-    """Run ``count`` operations with the GC off; (wall ns, CPU ns)."""
+def timed(run: Runner, count: int, clock: Callable[[], int],
+          cpu_clock: Callable[[], int]) -> tuple[int, int, int]:
+    """Run ``count`` operations with the GC off: (start ns, end ns) by ``clock``, CPU ns.
+
+    The start and end are kept (not only their difference) so that the
+    timings of several processes can be laid on one time line (:mod:`pytest_qcrypto.jobs`).
+    """
     gc_was_on = gc.isenabled()
     gc.disable()
     try:
@@ -109,7 +126,14 @@ def _timed(run: Runner, count: int, clock: Callable[[], int],
     finally:
         if gc_was_on:
             gc.enable()
-    return t1 - t0, c1 - c0
+    return t0, t1, c1 - c0
+
+
+def _next_count(count: int, wall_ns: int, min_ns: float) -> int:
+    """Double ``count``, or skip ahead to the power of two this run predicts reaches ``min_ns``."""
+    if wall_ns < min_ns * SKIP_AHEAD:
+        return count * 2
+    return min(count << max(1, math.ceil(math.log2(min_ns / wall_ns))), MAX_COUNT)
 
 
 def time_runner(run: Runner, *, min_time: float = 0.1, rounds: int = 3,
@@ -137,24 +161,28 @@ def time_runner(run: Runner, *, min_time: float = 0.1, rounds: int = 3,
     limit = guard_limit if guard_limit is not None else min_time * 10 + 1.0
     min_ns = min_time * 1e9
     started = guard()
-    count = 1
-    wall, cpu = _timed(run, count, clock, cpu_clock)
-    timed_total = wall
-    while wall < min_ns:
+    count, timed_total = 1, 0
+    while True:
+        g0 = guard()
+        t0, t1, cpu = timed(run, count, clock, cpu_clock)
+        ran = guard() - g0
+        wall = t1 - t0
+        timed_total += wall
+        if wall >= min_ns:
+            break
         waited = guard() - started
-        if waited > limit and timed_total < waited * 1e9 / 10:
+        if (ran >= GUARD_RUN_S and wall < ran * 1e9 / 10) or \
+                (waited > limit and timed_total < waited * 1e9 / 10):
             raise TimerError(
-                f"the timer did not advance: {count} operations took {timed_total / 1e9:.3g} s "
-                f"by the timer but {waited:.3g} s by time.monotonic (is perf_counter_ns mocked?)")
+                f"the timer did not advance: {count} operations took {wall / 1e9:.3g} s "
+                f"by the timer but {ran:.3g} s by time.monotonic (is perf_counter_ns mocked?)")
         if count >= MAX_COUNT:
             raise TimerError(f"{count} operations still took under {min_time} s by the timer")
-        count *= 2
-        wall, cpu = _timed(run, count, clock, cpu_clock)
-        timed_total += wall
+        count = _next_count(count, wall, min_ns)
     walls, cpus = [wall], [cpu]
     for _ in range(rounds - 1):
-        wall, cpu = _timed(run, count, clock, cpu_clock)
-        walls.append(wall)
+        t0, t1, cpu = timed(run, count, clock, cpu_clock)
+        walls.append(t1 - t0)
         cpus.append(cpu)
     if min(walls) <= 0:
         raise TimerError(f"the timer went backwards or stood still during a round: {walls} ns")
