@@ -16,7 +16,7 @@ from typing import Any
 
 import pytest
 
-from pytest_qcrypto import catalog, settings
+from pytest_qcrypto import catalog, gate, settings
 from pytest_qcrypto.bench import Case, Randomness, direction_of
 from pytest_qcrypto.catalog import Algorithm
 from pytest_qcrypto.harness import Measurement
@@ -65,6 +65,7 @@ def pytest_addoption(parser: pytest.Parser) -> None:
                   help="default buffer sizes in bytes (like --qcrypto-size).")
     parser.addini("qcrypto_min_time", default=None, help="default --qcrypto-min-time, seconds.")
     parser.addini("qcrypto_rounds", default=None, help="default --qcrypto-rounds.")
+    gate.add_options(group, parser)
 
 
 def pytest_cmdline_main(config: pytest.Config) -> int | None:
@@ -132,6 +133,9 @@ class QcryptoRun:
         #: (algorithm, direction) -> (plugin as typed, size) -> Cell
         self.cells: dict[tuple[str, str], dict[tuple[str, int], Any]] = {}
         self.plugin_order: list[str] = []
+        #: saved results, baseline comparison and floors (see pytest_qcrypto.gate)
+        self.gate = gate.Gate(config, lambda: self.registry)
+        self.current_item: pytest.Item | None = None
 
     # -- settings ----------------------------------------------------------------
 
@@ -207,6 +211,7 @@ class QcryptoRun:
         _ = self.settings
         if self.requested or self.config.getoption("qcrypto_plugin"):
             _ = self.selections
+        self.gate.check()
 
     # -- collection --------------------------------------------------------------
 
@@ -265,8 +270,11 @@ class QcryptoRun:
         """
         from pytest_qcrypto.render import Cell
 
+        verdict = self.gate.judge(m, again, self.current_item)  # may measure again
+        m = verdict.measurement
         self.measurements.append(m)
         self._cell(m.algorithm, m.direction, m.plugin)[(m.plugin, m.size)] = Cell(m)
+        self.gate.enforce(verdict)  # fails the test on a confirmed regression or floor
 
     def _cell(self, algorithm: str, direction: str, plugin: str) -> dict[tuple[str, int], Any]:
         if plugin not in self.plugin_order:
@@ -274,10 +282,19 @@ class QcryptoRun:
         return self.cells.setdefault((algorithm, direction), {})
 
     @pytest.hookimpl(wrapper=True)
+    def pytest_runtest_protocol(self, item: pytest.Item) -> Generator[None, Any, Any]:
+        self.current_item = item  # record() runs inside the test: its verdicts go to this item
+        try:
+            return (yield)
+        finally:
+            self.current_item = None
+
+    @pytest.hookimpl(wrapper=True)
     def pytest_runtest_makereport(self, item: pytest.Item,
                                   call: pytest.CallInfo[None]) -> Generator[None, Any, Any]:
         report = yield
         case = case_of(item)
+        self.gate.on_report(case, report)  # compare mode: a skipped baseline cell fails
         if case is None or report.passed:
             return report
         from pytest_qcrypto.render import FAILED, SKIPPED, Cell
@@ -307,14 +324,23 @@ class QcryptoRun:
             out.append(Table(alg.name, alg.table_kind, direction, plugins, sizes, cells))
         return out
 
+    def pytest_sessionfinish(self, session: pytest.Session, exitstatus: int) -> None:
+        self.gate.finish(session, exitstatus)  # --qcrypto-save
+
     def pytest_terminal_summary(self, terminalreporter: Any) -> None:
-        if not self.cells:
+        gate_lines = self.gate.summary_lines()
+        if not self.cells and not gate_lines:
             return
         from pytest_qcrypto.render import report
 
         terminalreporter.write_sep("=", "qcrypto speed")
         verbose = self.config.getoption("verbose") > 0
-        for line in report(self.tables(), verbose):
+        for i, table in enumerate(self.tables()):
+            # each table, then its change against the baseline (compare mode)
+            lines = report([table], verbose) + self.gate.table_lines(table)
+            for line in ([""] if i else []) + lines:
+                terminalreporter.write_line(line)
+        for line in ([""] if self.cells and gate_lines else []) + gate_lines:
             terminalreporter.write_line(line)
 
     # -- fixtures ----------------------------------------------------------------

@@ -1,0 +1,737 @@
+"""The regression gate: saved results, baselines, thresholds, floors and verdicts.
+
+What a CI run gets from it:
+
+* ``--qcrypto-save PATH`` writes every measurement (:mod:`pytest_qcrypto.results`).
+* ``--qcrypto-compare PATH`` judges every measurement against the same
+  (algorithm, plugin, size, direction) of a baseline file.  The *slowdown* is
+  ``(baseline - current) / baseline`` of the median-round bytes per second; a
+  slowdown above the threshold is a regression and fails that test item.  The
+  summary shows the *change*, ``(current - baseline) / baseline``: ``-12.4%``
+  is 12.4% slower.
+* Thresholds: ``--qcrypto-threshold`` (default 10%), refined per cell by
+  ``qcrypto_thresholds`` ini lines ``ALGORITHM[:PLUGIN[:SIZE]] = PCT``.
+* Floors: a minimum KiB/s per cell, from ``qcrypto_floors`` ini lines
+  (same patterns) or ``@pytest.mark.qcrypto(..., floor=KIB_PER_S)`` on a test.
+* Noise: before an item fails it is measured again (``--qcrypto-confirm``,
+  default 2 more tries).  It fails only if the best try still regresses beyond
+  the threshold *and* the fastest round of that try is slower than the
+  baseline's slowest round (outside the spread of the rounds).
+
+Rule matching (:class:`Rules`) and judging (:func:`judge_tries`) are plain
+Python; :class:`Gate` is the pytest side, driven by ``QcryptoRun``.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from pytest_qcrypto import catalog, results
+from pytest_qcrypto.harness import KIB, Measurement
+from pytest_qcrypto.results import Result, ResultsFile
+from pytest_qcrypto.settings import SettingsError
+
+DEFAULT_THRESHOLD = 10.0
+DEFAULT_CONFIRM = 2
+MAX_CONFIRM = 20
+WILDCARD = "*"
+
+#: ``(algorithm, plugin, size, direction)``: a cell of the tables, plugin as typed.
+CellKey = tuple[str, str, int, str]
+
+# Verdict states, and the marker of each in the change table.
+OK, NEW, REGRESSION, NOISE, RECOVERED, NOT_JUDGED, GONE = (
+    "ok", "no baseline", "regression", "within noise", "passed on a retry", "not judged",
+    "missing")
+MARKS = {REGRESSION: "!", NOISE: "~", NOT_JUDGED: "?"}
+MARK_NOTES = {
+    REGRESSION: "regression: slower than the threshold allows, on every try",
+    NOISE: "slower than the threshold on every try, but within the spread of the rounds",
+    NOT_JUDGED: "not judged: different machine (--qcrypto-require-same-machine)",
+}
+
+
+def add_options(group: Any, parser: pytest.Parser) -> None:
+    """The results-file and regression-gate options (called from ``pytest_addoption``)."""
+    group.addoption("--qcrypto-save", metavar="PATH", default=None,
+                    help="write every measurement of the run to PATH as JSON (written "
+                         "atomically; an interrupted run writes PATH.partial if PATH exists).")
+    group.addoption("--qcrypto-compare", metavar="PATH", default=None,
+                    help="compare every measurement with the same cell of the results file "
+                         "PATH; a regression beyond the threshold fails that test.")
+    group.addoption("--qcrypto-threshold", metavar="PCT", default=None,
+                    help="slowdown that counts as a regression, e.g. 10%% or 10 (default 10%%; "
+                         "ini qcrypto_thresholds refines it per algorithm:plugin:size).")
+    group.addoption("--qcrypto-confirm", metavar="N", default=None,
+                    help=f"measure a regressed or below-floor cell up to N more times before "
+                         f"failing it; the best try counts (default {DEFAULT_CONFIRM}).")
+    group.addoption("--qcrypto-allow-missing", action="store_true", default=False,
+                    help="a baseline cell that is skipped now is a summary line, not a failure.")
+    group.addoption("--qcrypto-require-same-machine", action="store_true", default=False,
+                    help="do not judge against a baseline from another machine or other "
+                         "library versions (such items pass, the summary says why).")
+    parser.addini("qcrypto_threshold", default=None,
+                  help="default regression threshold in percent (like --qcrypto-threshold).")
+    parser.addini("qcrypto_thresholds", type="linelist", default=[],
+                  help="per-cell thresholds, lines 'ALGORITHM[:PLUGIN[:SIZE]] = PCT', * is "
+                       "a wildcard; the most specific line wins, ties go to the later line.")
+    parser.addini("qcrypto_floors", type="linelist", default=[],
+                  help="minimum KiB/s per cell, lines 'ALGORITHM[:PLUGIN[:SIZE]] = KIB_PER_S'.")
+    parser.addini("qcrypto_confirm", default=None, help="default --qcrypto-confirm.")
+    parser.addini("qcrypto_allow_missing", type="bool", default=False,
+                  help="like --qcrypto-allow-missing.")
+    parser.addini("qcrypto_require_same_machine", type="bool", default=False,
+                  help="like --qcrypto-require-same-machine.")
+
+
+# -- parsing -----------------------------------------------------------------------------------
+
+
+def parse_percent(text: object, where: str) -> float:
+    """A threshold in percent, ``10%`` or ``10`` -> ``10.0``; from 0 up to (not including) 100."""
+    raw = str(text).strip()
+    try:
+        value = float(raw.removesuffix("%").strip())
+    except ValueError:
+        raise SettingsError(f"{where}: {raw!r} is not a percentage (write 10% or 10)") from None
+    if not math.isfinite(value) or not 0 <= value < 100:
+        raise SettingsError(f"{where}: a threshold must be from 0% up to (not including) "
+                            f"100%, not {raw}")
+    return value
+
+
+def parse_kib_per_s(text: object, where: str) -> float:
+    """A floor in KiB/s: a positive finite number."""
+    raw = str(text).strip()
+    try:
+        value = float(raw)
+    except ValueError:
+        raise SettingsError(f"{where}: {raw!r} is not a number of KiB/s") from None
+    if not math.isfinite(value) or value <= 0:
+        raise SettingsError(f"{where}: a floor must be a positive number of KiB/s, not {raw}")
+    return value
+
+
+def parse_whole(text: object, where: str, low: int, high: int) -> int:
+    try:
+        value = int(str(text).strip(), 10)
+    except ValueError:
+        raise SettingsError(f"{where}: {text!r} is not a whole number") from None
+    if not low <= value <= high:
+        raise SettingsError(f"{where}: must be from {low} to {high}, not {value}")
+    return value
+
+
+@dataclass(frozen=True)
+class Rule:
+    """One ``ALGORITHM[:PLUGIN[:SIZE]] = VALUE`` line; None fields are wildcards."""
+
+    algorithm: str | None
+    plugin: str | None
+    size: int | None
+    value: float
+    source: str
+
+    @property
+    def specificity(self) -> int:
+        """How many fields are not wildcards (0 to 3)."""
+        return sum(f is not None for f in (self.algorithm, self.plugin, self.size))
+
+    def matches(self, algorithm: str, plugins: Iterable[str], size: int) -> bool:
+        """Does this rule cover the cell?  ``plugins`` are the names the plugin goes by."""
+        return ((self.algorithm is None or self.algorithm == algorithm)
+                and (self.plugin is None or self.plugin in {p.lower() for p in plugins})
+                and (self.size is None or self.size == size))
+
+
+def parse_pattern(pattern: str, where: str) -> tuple[str | None, str | None, int | None]:
+    """``sha256:openssl:4096`` -> ``("sha256", "openssl", 4096)``; ``*`` -> None.
+
+    A plugin name may itself hold a colon (``afalg:sha256-generic``): with three
+    or more fields, the last is the size when it is a number or ``*``.
+    """
+    parts = [p.strip() for p in pattern.strip().split(":")]
+    if any(not p for p in parts):
+        raise SettingsError(f"{where}: {pattern.strip()!r} has an empty field; write "
+                            "ALGORITHM[:PLUGIN[:SIZE]] with * as a wildcard")
+    alg_text, plugin_text, size_text = parts[0], None, None
+    if len(parts) == 2:
+        plugin_text = parts[1]
+    elif len(parts) >= 3:
+        if parts[-1] == WILDCARD or parts[-1].isdigit():
+            plugin_text, size_text = ":".join(parts[1:-1]), parts[-1]
+        else:
+            plugin_text = ":".join(parts[1:])
+    algorithm = None
+    if alg_text != WILDCARD:
+        alg = catalog.lookup(alg_text)
+        if alg is None:
+            close = catalog.suggest(alg_text, (catalog.DIGEST, catalog.CIPHER, catalog.AEAD))
+            hint = f"; did you mean {', '.join(close)}?" if close else ""
+            raise SettingsError(f"{where}: unknown algorithm {alg_text!r}{hint}")
+        algorithm = alg.name
+    plugin = None if plugin_text in (None, WILDCARD) else plugin_text.lower()
+    size = None
+    if size_text not in (None, WILDCARD):
+        if not size_text.isdigit() or int(size_text) <= 0:
+            raise SettingsError(f"{where}: size {size_text!r} must be a whole number of "
+                                "bytes above 0 or *")
+        size = int(size_text)
+    return algorithm, plugin, size
+
+
+class Rules:
+    """Per-cell values from pattern lines: the most specific match wins, ties go to the later."""
+
+    def __init__(self, rules: Sequence[Rule] = ()) -> None:
+        self.rules = list(rules)
+
+    @classmethod
+    def parse(cls, lines: Iterable[str], where: str,
+              value: Callable[[str, str], float]) -> Rules:
+        """Rules from ``PATTERN = VALUE`` lines (blank lines and ``#`` comments skipped)."""
+        rules = []
+        for n, line in enumerate(lines, 1):
+            text = str(line).strip()
+            if not text or text.startswith("#"):
+                continue
+            at = f"{where} line {n} ({text!r})"
+            pattern, sep, raw = text.partition("=")
+            if not sep or not pattern.strip():
+                raise SettingsError(f"{at}: write ALGORITHM[:PLUGIN[:SIZE]] = VALUE")
+            alg, plugin, size = parse_pattern(pattern, at)
+            rules.append(Rule(alg, plugin, size, value(raw, at), f"{where}: {text!r}"))
+        return cls(rules)
+
+    def pick(self, algorithm: str, plugins: Iterable[str], size: int) -> Rule | None:
+        names = list(plugins)
+        best: tuple[int, int, Rule] | None = None
+        for i, rule in enumerate(self.rules):
+            if rule.matches(algorithm, names, size):
+                if best is None or (rule.specificity, i) >= best[:2]:
+                    best = (rule.specificity, i, rule)
+        return best[2] if best else None
+
+
+def marker_floors(value: object, where: str) -> Rules:
+    """The ``floor=`` of ``@pytest.mark.qcrypto``: a number of KiB/s for every cell of the
+    test, or a mapping from a size (int) or an ``ALGORITHM[:PLUGIN[:SIZE]]`` pattern to KiB/s."""
+    if isinstance(value, Mapping):
+        rules = []
+        for k, v in value.items():
+            if isinstance(k, int) and not isinstance(k, bool):
+                pattern = f"*:*:{k}"
+            elif isinstance(k, str):
+                pattern = k
+            else:
+                raise SettingsError(f"{where}: key {k!r} must be a size or a pattern string")
+            at = f"{where} {k!r}"
+            alg, plugin, size = parse_pattern(pattern, at)
+            rules.append(Rule(alg, plugin, size, parse_kib_per_s(v, at), f"{where}: {k!r}"))
+        return Rules(rules)
+    if isinstance(value, bool) or not isinstance(value, (int, float, str)):
+        raise SettingsError(f"{where}: must be KiB/s or a mapping, not {value!r}")
+    return Rules([Rule(None, None, None, parse_kib_per_s(value, where), where)])
+
+
+# -- judging -----------------------------------------------------------------------------------
+
+
+def change(current_bps: float, baseline_bps: float) -> float:
+    """``(current - baseline) / baseline``: negative is slower."""
+    return (current_bps - baseline_bps) / baseline_bps
+
+
+def slowdown(current_bps: float, baseline_bps: float) -> float:
+    """``(baseline - current) / baseline``: what a threshold limits."""
+    return -change(current_bps, baseline_bps)
+
+
+def fastest_round_bps(m: Measurement) -> float:
+    """Bytes per second of the fastest round of ``m``."""
+    return m.count * m.size / min(m.rounds_s)
+
+
+def _kib(bps: float) -> str:
+    return f"{bps / KIB:.2f}"
+
+
+def describe(m: Measurement) -> str:
+    """``sha256 openssl 4096 B digest``: a cell in words."""
+    return f"{m.algorithm} {m.plugin} {m.size} B {m.direction}"
+
+
+@dataclass
+class Verdict:
+    """What the gate decided about one recorded measurement.
+
+    ``measurement`` is the best try (the figure kept for tables and the saved
+    file); ``tries`` every try in order; ``failures`` the one-line messages that
+    fail the item (a confirmed regression, a floor).
+    """
+
+    measurement: Measurement
+    tries: list[Measurement]
+    baseline: Result | None = None
+    threshold: Rule | None = None
+    floor: Rule | None = None
+    status: str = OK
+    failures: list[str] = field(default_factory=list)
+    not_judged: str = ""
+
+    @property
+    def change(self) -> float | None:
+        if self.baseline is None:
+            return None
+        return change(self.measurement.bytes_per_second, self.baseline.bytes_per_second)
+
+    @property
+    def failed(self) -> bool:
+        return bool(self.failures)
+
+    @property
+    def message(self) -> str:
+        return "; ".join(self.failures)
+
+
+def _tries_text(tries: Sequence[Measurement], best: Measurement) -> str:
+    figures = ", ".join(_kib(t.bytes_per_second) for t in tries)
+    return f"tries: {figures} KiB/s (best {_kib(best.bytes_per_second)})"
+
+
+def judge_tries(first: Measurement, again: Callable[[], Measurement] | None, confirm: int,
+                baseline: Result | None, threshold: Rule | None, floor: Rule | None,
+                not_judged: str = "") -> Verdict:
+    """Judge ``first``, measuring again (at most ``confirm`` more tries) while it fails.
+
+    Without a baseline (or when ``not_judged`` gives a reason) only the floor
+    applies.  Returns the :class:`Verdict`; failing the test is the caller's.
+    """
+    judged = baseline is not None and threshold is not None and not not_judged
+
+    def regressed(m: Measurement) -> bool:
+        return judged and slowdown(m.bytes_per_second, baseline.bytes_per_second) * 100 \
+            > threshold.value  # type: ignore[union-attr]
+
+    def below_floor(m: Measurement) -> bool:
+        return floor is not None and m.kib_per_s < floor.value
+
+    tries = [first]
+    if again is not None:
+        while len(tries) <= confirm and (regressed(tries[-1]) or below_floor(tries[-1])):
+            tries.append(again())
+    best = max(tries, key=lambda t: t.bytes_per_second)
+    v = Verdict(best, tries, baseline, threshold, floor, not_judged=not_judged)
+    if baseline is None:
+        v.status = NEW
+    elif not_judged:
+        v.status = NOT_JUDGED
+    elif regressed(best):
+        assert threshold is not None
+        fastest, slowest_base = fastest_round_bps(best), baseline.slowest_round_bytes_per_second
+        if fastest < slowest_base:
+            v.status = REGRESSION
+            v.failures.append(
+                f"regression: {describe(best)}: {_kib(best.bytes_per_second)} KiB/s now, "
+                f"baseline {_kib(baseline.bytes_per_second)} KiB/s, change "
+                f"{v.change * 100:+.1f}%, threshold {threshold.value:g}% "  # type: ignore[operator]
+                f"({threshold.source}); {_tries_text(tries, best)}; its fastest round "
+                f"{_kib(fastest)} KiB/s is below the baseline's slowest round "
+                f"{_kib(slowest_base)} KiB/s")
+        else:
+            v.status = NOISE
+    elif len(tries) > 1 and any(regressed(t) for t in tries):
+        v.status = RECOVERED
+    if below_floor(best):
+        assert floor is not None
+        v.failures.append(
+            f"below floor: {describe(best)}: {best.kib_per_s:.2f} KiB/s, floor "
+            f"{floor.value:.2f} KiB/s ({floor.source}); {_tries_text(tries, best)}")
+    return v
+
+
+# -- the pytest side ---------------------------------------------------------------------------
+
+
+def _lines_per_group(keys: Iterable[CellKey], what: str) -> list[str]:
+    """``  sha256 openssl digest, sizes 16, 64: WHAT`` per (algorithm, plugin, direction)."""
+    groups: dict[tuple[str, str, str], list[int]] = {}
+    for alg, plugin, size, direction in keys:
+        groups.setdefault((alg, plugin, direction), []).append(size)
+    return [f"  {alg} {plugin} {direction}, size{'s' if len(sizes) > 1 else ''} "
+            f"{', '.join(str(s) for s in sorted(set(sizes)))}: {what}"
+            for (alg, plugin, direction), sizes in groups.items()]
+
+
+class Gate:
+    """The regression gate of one pytest run: options, baseline, verdicts, the saved file.
+
+    ``registry`` returns the run's crypto plugin registry (built only when needed).
+    """
+
+    def __init__(self, config: pytest.Config, registry: Callable[[], Any]) -> None:
+        self.config = config
+        self._registry = registry
+        self.save_path: Path | None = None
+        self.baseline: ResultsFile | None = None
+        self.default_threshold = Rule(None, None, None, DEFAULT_THRESHOLD, "default")
+        self.thresholds = Rules()
+        self.floors = Rules()
+        self.confirm = DEFAULT_CONFIRM
+        self.allow_missing = False
+        self.require_same_machine = False
+        self.results: list[Result] = []
+        self.verdicts: dict[CellKey, Verdict] = {}
+        self.gone: dict[CellKey, str] = {}  # baseline cells skipped now: the skip reason
+        self.seen: set[tuple[str, str, int, str]] = set()  # baseline keys attempted this run
+        self.saved: str = ""
+        self._index: dict[tuple[str, str, int, str], list[Result]] = {}
+        self._canonical: dict[str, str] = {}
+        self._versions: dict[str, str] = {}
+        self._machine_diffs: list[str] | None = None
+
+    # -- settings ------------------------------------------------------------------------
+
+    def _path(self, text: str) -> Path:
+        return self.config.invocation_params.dir / text
+
+    def _ini_where(self, name: str) -> str:
+        where = self.config.inipath.name if self.config.inipath else "the ini file"
+        return f"{name} in {where}"
+
+    def check(self) -> None:
+        """Read and check every gate option and the baseline (raises :class:`SettingsError`)."""
+        opt, ini = self.config.getoption, self.config.getini
+        save = opt("qcrypto_save")
+        if save:
+            self.save_path = self._path(save)
+            problem = results.check_writable(self.save_path)
+            if problem:
+                raise SettingsError(f"--qcrypto-save: cannot write {save}: {problem}")
+        if opt("qcrypto_threshold") is not None:
+            self.default_threshold = Rule(None, None, None, parse_percent(
+                opt("qcrypto_threshold"), "--qcrypto-threshold"), "--qcrypto-threshold")
+        elif ini("qcrypto_threshold"):
+            where = self._ini_where("qcrypto_threshold")
+            self.default_threshold = Rule(None, None, None,
+                                          parse_percent(ini("qcrypto_threshold"), where), where)
+        self.thresholds = Rules.parse(ini("qcrypto_thresholds"),
+                                      self._ini_where("qcrypto_thresholds"), parse_percent)
+        self.floors = Rules.parse(ini("qcrypto_floors"), self._ini_where("qcrypto_floors"),
+                                  parse_kib_per_s)
+        confirm = opt("qcrypto_confirm")
+        if confirm is None and ini("qcrypto_confirm"):
+            confirm = ini("qcrypto_confirm")
+        if confirm is not None:
+            self.confirm = parse_whole(confirm, "--qcrypto-confirm", 0, MAX_CONFIRM)
+        self.allow_missing = bool(opt("qcrypto_allow_missing") or ini("qcrypto_allow_missing"))
+        self.require_same_machine = bool(opt("qcrypto_require_same_machine")
+                                         or ini("qcrypto_require_same_machine"))
+        compare = opt("qcrypto_compare")
+        if compare:
+            try:
+                baseline = results.load(self._path(compare))
+            except results.ResultsError as exc:
+                raise SettingsError(f"--qcrypto-compare: {exc}") from None
+            if not baseline.complete:
+                raise SettingsError(
+                    f"--qcrypto-compare: {compare}: the run that wrote it did not finish "
+                    "(\"complete\": false); save a complete run to compare against")
+            self.baseline = baseline
+            for r in baseline.results:
+                self._index.setdefault(r.key, []).append(r)
+
+    # -- helpers -------------------------------------------------------------------------
+
+    def canonical(self, typed: str) -> str:
+        """The canonical plugin name of a typed one (the typed name if it does not resolve)."""
+        if typed not in self._canonical:
+            try:
+                self._canonical[typed] = self._registry().resolve(typed).canonical
+            except Exception:
+                self._canonical[typed] = typed
+        return self._canonical[typed]
+
+    def _version(self, typed: str) -> str:
+        if typed not in self._versions:
+            self._versions[typed] = results.plugin_entries(
+                [typed], self._registry().resolve)[typed]["version"]
+        return self._versions[typed]
+
+    @property
+    def machine_differences(self) -> list[str]:
+        if self._machine_diffs is None:
+            self._machine_diffs = (results.machine_differences(self.baseline.machine,
+                                                               results.fingerprint())
+                                   if self.baseline is not None else [])
+        return self._machine_diffs
+
+    def library_difference(self, typed: str, canonical: str) -> str:
+        """``openssl: 'OpenSSL 3.0.2 ...' (baseline) vs '...' (now)``, or empty."""
+        if self.baseline is None:
+            return ""
+        entry = self.baseline.plugin_entry(canonical)
+        if entry is None or "version" not in entry:
+            return ""
+        now = self._version(typed)
+        return "" if entry["version"] == now else \
+            f"{typed}: {entry['version']!r} (baseline) vs {now!r} (now)"
+
+    def _baseline_for(self, key: tuple[str, str, int, str], test: str | None) -> Result | None:
+        found = self._index.get(key, [])
+        for r in found:
+            if r.test == test:
+                return r
+        return found[0] if found else None
+
+    def _floor(self, m: Measurement, names: Sequence[str], item: pytest.Item | None) -> Rule | None:
+        marker = item.get_closest_marker("qcrypto") if item is not None else None
+        if marker is not None and "floor" in marker.kwargs:
+            try:
+                rules = marker_floors(marker.kwargs["floor"], "@pytest.mark.qcrypto(floor=...)")
+            except SettingsError as exc:
+                pytest.fail(str(exc), pytrace=False)
+            rule = rules.pick(m.algorithm, names, m.size)
+            if rule is not None:
+                return rule
+        return self.floors.pick(m.algorithm, names, m.size)
+
+    # -- during the tests ----------------------------------------------------------------
+
+    def judge(self, m: Measurement, again: Callable[[], Measurement] | None,
+              item: pytest.Item | None) -> Verdict:
+        """Judge one recorded measurement (inside the test); keep its best try for saving.
+
+        Adds the item's user properties (``qcrypto_kib_per_s``,
+        ``qcrypto_change_pct``, ...).  Call :meth:`enforce` after storing
+        ``verdict.measurement``: it fails the test on a regression or a floor.
+        """
+        canonical = m.canonical_plugin or self.canonical(m.plugin)
+        names = [m.plugin, canonical, m.plugin.partition(":")[0], canonical.partition(":")[0]]
+        key = (m.algorithm, canonical, m.size, m.direction)
+        test = item.nodeid if item is not None else None
+        base = self._baseline_for(key, test) if self.baseline is not None else None
+        threshold = None
+        not_judged = ""
+        if base is not None:
+            self.seen.add(key)
+            threshold = self.thresholds.pick(m.algorithm, names, m.size) or self.default_threshold
+            if self.require_same_machine:
+                diffs = [d.partition(":")[0] for d in self.machine_differences]
+                if self.library_difference(m.plugin, canonical):
+                    diffs.append(f"{m.plugin} version")
+                if diffs:
+                    not_judged = f"different machine ({', '.join(diffs)})"
+        v = judge_tries(m, again, self.confirm, base, threshold, self._floor(m, names, item),
+                        not_judged)
+        self.results.append(Result.from_measurement(v.measurement, test, v.tries))
+        self.verdicts[(m.algorithm, m.plugin, m.size, m.direction)] = v
+        if item is not None:
+            self._properties(item, v)
+        return v
+
+    @staticmethod
+    def _properties(item: pytest.Item, v: Verdict) -> None:
+        m = v.measurement
+        props = [("qcrypto_cell", f"{m.algorithm}:{m.plugin}:{m.size}:{m.direction}"),
+                 ("qcrypto_kib_per_s", f"{m.kib_per_s:.2f}")]
+        if v.baseline is not None:
+            props += [("qcrypto_baseline_kib_per_s", f"{v.baseline.kib_per_s:.2f}"),
+                      ("qcrypto_change_pct", f"{v.change * 100:+.1f}")]  # type: ignore[operator]
+            if v.threshold is not None:
+                props.append(("qcrypto_threshold_pct", f"{v.threshold.value:g}"))
+        if v.floor is not None:
+            props.append(("qcrypto_floor_kib_per_s", f"{v.floor.value:.2f}"))
+        status = "; ".join(f.partition(":")[0] for f in v.failures) or (
+            f"not judged: {v.not_judged}" if v.not_judged else v.status)
+        props += [("qcrypto_tries", str(len(v.tries))), ("qcrypto_verdict", status)]
+        item.user_properties.extend(props)
+
+    @staticmethod
+    def enforce(v: Verdict) -> None:
+        """Fail the current test (no traceback) when the verdict has failures."""
+        if v.failed:
+            pytest.fail(v.message, pytrace=False)
+
+    def on_report(self, case: Any, report: pytest.TestReport) -> None:
+        """A matrix or marker item's report: a baseline cell that is skipped now fails.
+
+        The skip becomes a failure of the item (reported as a failed test, also
+        when the skip happened in a fixture) unless missing cells are allowed.
+        """
+        if self.baseline is None or case is None or report.when not in ("setup", "call"):
+            return
+        alg = catalog.lookup(case.algorithm)
+        if alg is None:
+            return
+        direction = "digest" if alg.kind == catalog.DIGEST else (
+            "decrypt" if case.decrypt else "encrypt")
+        key = (alg.name, self.canonical(case.plugin), case.size, direction)
+        if key not in self._index:
+            return
+        self.seen.add(key)
+        if not report.skipped:
+            return
+        reason = _skip_reason(report)
+        cell = (alg.name, case.plugin, case.size, direction)
+        self.gone[cell] = reason
+        if self.allow_missing:
+            return
+        base = self._index[key][0]
+        report.outcome = "failed"
+        report.when = "call"  # a failed test, not an error, even when a fixture skipped
+        report.longrepr = (
+            f"missing: {alg.name} {case.plugin} {case.size} B {direction} is in the baseline "
+            f"({base.kib_per_s:.2f} KiB/s) but was skipped now: {reason} "
+            "(--qcrypto-allow-missing accepts this)")
+
+    # -- the end of the run --------------------------------------------------------------
+
+    def finish(self, session: pytest.Session, exitstatus: int) -> None:
+        """Save the results file, if asked (from ``pytest_sessionfinish``)."""
+        if self.save_path is None:
+            return
+        complete = (exitstatus not in (pytest.ExitCode.INTERRUPTED,
+                                       pytest.ExitCode.INTERNAL_ERROR,
+                                       pytest.ExitCode.USAGE_ERROR)
+                    and not session.shouldstop and not session.shouldfail)
+        typed = list(dict.fromkeys(r.plugin for r in self.results))
+        try:
+            resolve = self._registry().resolve if typed else None
+            doc = ResultsFile(
+                results=self.results, machine=results.fingerprint(),
+                plugins=results.plugin_entries(typed, resolve) if resolve else {},
+                complete=complete, settings=self._settings())
+            for entry_typed, entry in doc.plugins.items():
+                entry["drivers"] = sorted({r.driver for r in self.results
+                                           if r.plugin == entry_typed and r.driver})
+            target = results.save(self.save_path, doc)
+        except OSError as exc:
+            self.saved = (f"qcrypto: could not save results to {self.save_path}: "
+                          f"{exc.strerror or exc}")
+            if session.exitstatus == pytest.ExitCode.OK:
+                session.exitstatus = pytest.ExitCode.INTERNAL_ERROR
+            return
+        n = len(self.results)
+        if complete:
+            self.saved = f"qcrypto: {n} results saved to {target}"
+        elif target != self.save_path:
+            self.saved = (f"qcrypto: the run did not finish: {n} results saved to {target} "
+                          f"(\"complete\": false); {self.save_path} left untouched")
+        else:
+            self.saved = (f"qcrypto: the run did not finish: {n} results saved to {target} "
+                          "(\"complete\": false)")
+
+    def _settings(self) -> dict[str, Any]:
+        run = self.config.pluginmanager.get_plugin("qcrypto-run")
+        s = getattr(run, "settings", None)
+        return {"min_time_s": s.min_time, "rounds": s.rounds} if s is not None else {}
+
+    def table_lines(self, table: Any) -> list[str]:
+        """Under a results table: the change against the baseline per cell (compare mode).
+
+        ``table`` has ``algorithm``, ``direction``, ``plugins`` (as typed) and ``sizes``.
+        """
+        if self.baseline is None:
+            return []
+        texts: dict[tuple[str, int], str] = {}
+        used: set[str] = set()
+        for p in table.plugins:
+            for s in table.sizes:
+                cell = (table.algorithm, p, s, table.direction)
+                v = self.verdicts.get(cell)
+                if v is not None and v.change is not None:
+                    mark = MARKS.get(v.status, "")
+                    if mark:
+                        used.add(v.status)
+                    texts[(p, s)] = f"{v.change * 100:+.1f}%{mark}"
+                elif v is not None:
+                    texts[(p, s)] = "new"
+                elif cell in self.gone:
+                    texts[(p, s)] = "missing"
+                else:
+                    texts[(p, s)] = "-"
+        if all(t == "-" for t in texts.values()):
+            return []
+        label_w = max(len(p) for p in ("plugin", *table.plugins)) + 1
+        cell_w = max(len(t) for t in (*texts.values(), *(str(s) for s in table.sizes))) + 2
+        lines = [f"Change against baseline {self.baseline.path} (negative = slower):",
+                 "plugin".ljust(label_w) + "".join(str(s).rjust(cell_w) for s in table.sizes)]
+        for p in table.plugins:
+            lines.append(p.ljust(label_w) + "".join(texts[(p, s)].rjust(cell_w)
+                                                    for s in table.sizes))
+        lines += [f"  {MARKS[s]} {MARK_NOTES[s]}" for s in (REGRESSION, NOISE, NOT_JUDGED)
+                  if s in used]
+        return lines
+
+    def summary_lines(self) -> list[str]:
+        """After the tables: regressions, floors, differences, missing and new cells, the file."""
+        lines: list[str] = []
+        verdicts = list(self.verdicts.values())
+        failed = [v for v in verdicts if v.failed]
+        if self.baseline is not None:
+            b = self.baseline
+            lines.append(f"Regression gate: baseline {b.path} ({len(b.results)} results"
+                         f"{', created ' + b.created if b.created else ''}), threshold "
+                         f"{self.default_threshold.value:g}% unless an ini line says "
+                         f"otherwise, {self.confirm} confirmation tries")
+        regressions = [v for v in failed if v.status == REGRESSION]
+        if regressions:
+            lines.append(f"regressions ({len(regressions)}):")
+            lines += [f"  {v.failures[0]}" for v in regressions]
+        floors = [f for v in failed for f in v.failures if f.startswith("below floor")]
+        if floors:
+            lines.append(f"below floor ({len(floors)}):")
+            lines += [f"  {f}" for f in floors]
+        if self.baseline is None:
+            return lines + ([self.saved] if self.saved else [])
+        for d in self.machine_differences:
+            lines.append(f"machine differs from the baseline: {d}")
+        libs = {self.library_difference(p, v.measurement.canonical_plugin or p)
+                for (_, p, _, _), v in self.verdicts.items() if v.baseline is not None}
+        lines += [f"library differs from the baseline: {d}" for d in sorted(libs) if d]
+        for cell, v in self.verdicts.items():
+            then, now = (v.baseline.driver if v.baseline else None), v.measurement.driver
+            if v.baseline is not None and then != now:
+                lines.append(f"driver changed: {describe(v.measurement)}: {then or 'unknown'} "
+                             f"(baseline) vs {now or 'unknown'} (now)")
+        unjudged = [v for v in verdicts if v.status == NOT_JUDGED]
+        if unjudged:
+            lines.append(f"not judged: different machine: {len(unjudged)} measurements pass "
+                         f"unjudged ({unjudged[0].not_judged.partition('(')[2].rstrip(')')})")
+        noisy = [v for v in verdicts if v.status == NOISE]
+        lines += [f"within noise (not failed): {describe(v.measurement)}: change "
+                  f"{v.change * 100:+.1f}% but rounds overlap the baseline's"  # type: ignore[operator]
+                  for v in noisy]
+        lines += [f"passed on a retry: {describe(v.measurement)}: "
+                  f"{_tries_text(v.tries, v.measurement)}"
+                  for v in verdicts if v.status == RECOVERED]
+        if self.gone:
+            what = ("in the baseline, skipped now (allowed by --qcrypto-allow-missing)"
+                    if self.allow_missing else "in the baseline, skipped now: failed")
+            lines.append("missing cells:")
+            lines += [f"  {a} {p} {d}, size {s}: {what}: {r}"
+                      for (a, p, s, d), r in self.gone.items()]
+        new = [k for k, v in self.verdicts.items() if v.status == NEW]
+        if new:
+            lines.append("no baseline entry (not judged):")
+            lines += _lines_per_group(new, "new")
+        not_run = [(r.algorithm, r.plugin, r.size, r.direction)
+                   for r in self.baseline.results if r.key not in self.seen]
+        if not_run:
+            lines.append("in the baseline but not measured in this run:")
+            lines += _lines_per_group(dict.fromkeys(not_run), "not run")
+        return lines + ([self.saved] if self.saved else [])
+
+
+def _skip_reason(report: pytest.TestReport) -> str:
+    longrepr = report.longrepr
+    if isinstance(longrepr, tuple) and len(longrepr) == 3:
+        return str(longrepr[2]).removeprefix("Skipped: ").strip()
+    return str(longrepr or "skipped").strip().splitlines()[-1]

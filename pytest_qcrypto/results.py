@@ -1,0 +1,520 @@
+"""Saved results: the JSON file format, the machine fingerprint, atomic writes, loading.
+
+A results file is one JSON object.  Its field names are public (CI scripts and
+dashboards read them) and only change with ``schema_version``::
+
+    {
+      "format": "pytest-qcrypto results",
+      "schema_version": 2,
+      "complete": true,                 # false: the run was interrupted or stopped early
+      "created": "2026-11-29T21:30:00Z",  # UTC, ISO 8601
+      "tool": {"name": "pytest-qcrypto", "version": "0.1.0"},
+      "settings": {"min_time_s": 0.1, "rounds": 3},
+      "machine": {                      # the fingerprint, see :func:`fingerprint`
+        "cpu_model": "...", "cpu_flags": ["aes", "avx2", ...], "architecture": "x86_64",
+        "cores": 2, "os": "Linux", "kernel": "6.1.0-...", "libc": "glibc 2.36",
+        "python": "CPython 3.11.7"
+      },
+      "plugins": {                      # per crypto plugin as typed
+        "openssl": {"canonical": "openssl", "library": "pyca/cryptography",
+                    "version": "OpenSSL 3.4.1 11 Feb 2025 (cryptography 44.0.2)",
+                    "drivers": []}
+      },
+      "results": [
+        {"algorithm": "sha256", "plugin": "openssl", "canonical_plugin": "openssl",
+         "size": 4096, "direction": "digest", "operation": "hash one buffer ...",
+         "count": 4096, "rounds_s": [0.0082, 0.0081, 0.0083], "cpu_s": [...],
+         "bytes_per_second": 2.07e9, "driver": null, "hardware": null,
+         "test": "qcrypto::sha256[openssl-4096]"}
+      ]
+    }
+
+``bytes_per_second`` is ``count * size`` over the median of ``rounds_s``
+(seconds of wall time per round): the figure a regression gate compares.
+``cpu_s`` are the CPU seconds of the same rounds.  ``tries`` (optional) lists
+``bytes_per_second`` of every try when the gate measured a cell again.
+
+Schema 1 is the figures-only form: ``schema_version``, optional ``machine``,
+and ``results`` whose entries carry ``algorithm``, ``plugin``, ``size``,
+optional ``direction`` and ``kib_per_s`` (1 KiB = 1024 bytes), as one would
+type in from a ``qcrypto speed`` table.  :func:`load` migrates it to schema 2.
+
+Files are written atomically (:func:`write_atomic`): a reader sees the old
+file or the whole new one, never a truncated one.  Nothing here imports pytest.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import os
+import platform
+import statistics
+import sys
+import tempfile
+from collections.abc import Callable, Iterable, Mapping
+from dataclasses import dataclass, field
+from datetime import datetime, timezone
+from pathlib import Path
+from typing import Any
+
+from pytest_qcrypto import __version__, catalog
+from pytest_qcrypto.harness import KIB, Measurement
+
+FORMAT = "pytest-qcrypto results"
+#: The schema this version writes; :func:`load` reads 1 up to this one.
+SCHEMA_VERSION = 2
+DIRECTIONS = ("digest", "encrypt", "decrypt")
+
+#: CPU flags that change crypto speed (``/proc/cpuinfo``), x86: AES-NI, carry-less
+#: multiply (GHASH), SHA extensions, the vector units that OpenSSL's AES-GCM,
+#: ChaCha20 and SHA code paths select at run time.
+X86_CRYPTO_FLAGS = frozenset({
+    "aes", "pclmulqdq", "vpclmulqdq", "vaes", "sha_ni", "ssse3", "sse4_1", "sse4_2", "avx",
+    "avx2", "avx512f", "avx512bw", "avx512vl", "avx512ifma", "bmi2", "adx", "gfni"})
+#: The same for Arm (the ``Features`` line): the ARMv8 crypto extensions and vector units.
+ARM_CRYPTO_FLAGS = frozenset({
+    "aes", "pmull", "sha1", "sha2", "sha3", "sha512", "sm3", "sm4", "asimd", "neon", "sve",
+    "sve2"})
+
+
+class ResultsError(ValueError):
+    """A results file that cannot be used; ``str()`` names the file and the problem."""
+
+
+# -- the machine fingerprint ----------------------------------------------------------------------
+
+
+def _cpuinfo(text: str) -> dict[str, str]:
+    """The first processor block of ``/proc/cpuinfo`` as a dict (keys lower case)."""
+    fields: dict[str, str] = {}
+    for line in text.splitlines():
+        key, sep, value = line.partition(":")
+        key = key.strip().lower()
+        if sep and key and key not in fields:
+            fields[key] = value.strip()
+    return fields
+
+
+def fingerprint(cpuinfo: str | None = None) -> dict[str, Any]:
+    """What identifies this machine for comparing speed, without volatile values.
+
+    Keys: ``cpu_model`` (str), ``cpu_flags`` (sorted crypto-relevant flags,
+    :data:`X86_CRYPTO_FLAGS` / :data:`ARM_CRYPTO_FLAGS`), ``architecture``,
+    ``cores`` (logical CPUs), ``os``, ``kernel`` (release), ``libc``,
+    ``python`` (implementation and version).  Current clock speed, BogoMIPS,
+    the host name and load are left out: they change between identical runs.
+    ``cpuinfo`` is the text of ``/proc/cpuinfo`` (read when None; absent
+    outside Linux, where the model comes from :func:`platform.processor`).
+    """
+    if cpuinfo is None:
+        try:
+            cpuinfo = Path("/proc/cpuinfo").read_text(encoding="utf-8", errors="replace")
+        except OSError:
+            cpuinfo = ""
+    info = _cpuinfo(cpuinfo)
+    model = info.get("model name") or info.get("hardware") or info.get("cpu model") or ""
+    if not model and "cpu implementer" in info:  # Arm: implementer and part numbers
+        model = f"implementer {info['cpu implementer']} part {info.get('cpu part', '?')}"
+    model = " ".join(model.split()) or platform.processor() or "unknown"
+    flags = set((info.get("flags") or "").split())
+    crypto = (flags & X86_CRYPTO_FLAGS) | (set((info.get("features") or "").split())
+                                           & ARM_CRYPTO_FLAGS)
+    libc, libc_version = platform.libc_ver()
+    return {
+        "cpu_model": model,
+        "cpu_flags": sorted(crypto),
+        "architecture": platform.machine() or "unknown",
+        "cores": os.cpu_count() or 0,
+        "os": platform.system() or sys.platform,
+        "kernel": platform.release(),
+        "libc": f"{libc} {libc_version}".strip() or "unknown",
+        "python": f"{platform.python_implementation()} {platform.python_version()}",
+    }
+
+
+def machine_differences(baseline: Mapping[str, Any], current: Mapping[str, Any]) -> list[str]:
+    """One line per fingerprint field that differs: ``cores: 2 (baseline) vs 8 (now)``.
+
+    CPU flags are listed as those only the baseline had and those only this
+    machine has.  A field the baseline does not record is not a difference.
+    """
+    out: list[str] = []
+    for key, now in current.items():
+        if key not in baseline or baseline[key] == now:
+            continue
+        then = baseline[key]
+        if key == "cpu_flags" and isinstance(then, list) and isinstance(now, list):
+            gone = sorted(set(then) - set(now))
+            new = sorted(set(now) - set(then))
+            parts = ([f"baseline only: {' '.join(gone)}"] if gone else []) + \
+                    ([f"this machine only: {' '.join(new)}"] if new else [])
+            if parts:
+                out.append(f"cpu_flags: {'; '.join(parts)}")
+        else:
+            out.append(f"{key}: {then!r} (baseline) vs {now!r} (now)")
+    return out
+
+
+# -- the model --------------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Result:
+    """One saved measurement (a row of ``results``).  Seconds, bytes, bytes per second."""
+
+    algorithm: str
+    plugin: str
+    size: int
+    direction: str
+    bytes_per_second: float
+    count: int = 0
+    rounds_s: tuple[float, ...] = ()
+    cpu_s: tuple[float, ...] = ()
+    canonical_plugin: str = ""
+    operation: str = ""
+    driver: str | None = None
+    hardware: bool | None = None
+    test: str | None = None
+    tries: tuple[float, ...] = ()
+
+    @classmethod
+    def from_measurement(cls, m: Measurement, test: str | None = None,
+                         tries: Iterable[Measurement] = ()) -> Result:
+        """The saved form of ``m``; ``tries`` are all tries when the gate re-measured."""
+        every = tuple(t.bytes_per_second for t in tries)
+        return cls(algorithm=m.algorithm, plugin=m.plugin, size=m.size, direction=m.direction,
+                   bytes_per_second=m.bytes_per_second, count=m.count,
+                   rounds_s=tuple(m.rounds_s), cpu_s=tuple(m.cpu_s),
+                   canonical_plugin=m.canonical_plugin or m.plugin, operation=m.operation,
+                   driver=m.driver, hardware=m.hardware, test=test,
+                   tries=every if len(every) > 1 else ())
+
+    @property
+    def key(self) -> tuple[str, str, int, str]:
+        """``(algorithm, canonical plugin, size, direction)``: what a baseline is matched on."""
+        return self.algorithm, self.canonical_plugin or self.plugin, self.size, self.direction
+
+    @property
+    def kib_per_s(self) -> float:
+        return self.bytes_per_second / KIB
+
+    @property
+    def slowest_round_bytes_per_second(self) -> float:
+        """The figure of the slowest round, scaled from ``bytes_per_second`` by the rounds' spread.
+
+        Equal to ``bytes_per_second`` when no rounds are recorded.
+        """
+        if not self.rounds_s:
+            return self.bytes_per_second
+        return self.bytes_per_second * statistics.median(self.rounds_s) / max(self.rounds_s)
+
+    def to_json(self) -> dict[str, Any]:
+        out: dict[str, Any] = {
+            "algorithm": self.algorithm, "plugin": self.plugin,
+            "canonical_plugin": self.canonical_plugin or self.plugin, "size": self.size,
+            "direction": self.direction, "operation": self.operation, "count": self.count,
+            "rounds_s": list(self.rounds_s), "cpu_s": list(self.cpu_s),
+            "bytes_per_second": self.bytes_per_second, "driver": self.driver,
+            "hardware": self.hardware, "test": self.test,
+        }
+        if self.tries:
+            out["tries"] = list(self.tries)
+        return out
+
+
+@dataclass
+class ResultsFile:
+    """A whole results file: where it was measured, with what, and every result."""
+
+    results: list[Result]
+    machine: dict[str, Any] = field(default_factory=dict)
+    plugins: dict[str, dict[str, Any]] = field(default_factory=dict)
+    complete: bool = True
+    created: str = ""
+    settings: dict[str, Any] = field(default_factory=dict)
+    schema_version: int = SCHEMA_VERSION
+    tool: dict[str, Any] = field(default_factory=dict)
+    path: Path | None = None
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "format": FORMAT,
+            "schema_version": SCHEMA_VERSION,
+            "complete": self.complete,
+            "created": self.created or now_utc(),
+            "tool": self.tool or {"name": "pytest-qcrypto", "version": __version__},
+            "settings": self.settings,
+            "machine": self.machine,
+            "plugins": self.plugins,
+            "results": [r.to_json() for r in self.results],
+        }
+
+    def plugin_entry(self, canonical: str) -> dict[str, Any] | None:
+        """The ``plugins`` entry of a plugin by canonical name (typed names differ by alias)."""
+        for typed, entry in self.plugins.items():
+            if entry.get("canonical", typed) == canonical:
+                return entry
+        return None
+
+
+def now_utc() -> str:
+    return datetime.now(timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")
+
+
+def plugin_entries(typed_names: Iterable[str], resolve: Callable[[str], Any],
+                   measurements: Iterable[Measurement] = ()) -> dict[str, dict[str, Any]]:
+    """The ``plugins`` section: per typed name, canonical name, library, version, drivers seen.
+
+    ``resolve(typed)`` returns the registry's ``Selection``; a plugin whose
+    version cannot be read gets ``"unknown (reason)"``.
+    """
+    drivers: dict[str, set[str]] = {}
+    for m in measurements:
+        if m.driver:
+            drivers.setdefault(m.plugin, set()).add(m.driver)
+    out: dict[str, dict[str, Any]] = {}
+    for typed in typed_names:
+        if typed in out:
+            continue
+        try:
+            sel = resolve(typed)
+            canonical, library = sel.canonical, sel.plugin.library
+            version = sel.plugin.version()
+        except Exception as exc:  # a third-party plugin's version() must not lose the results
+            canonical, library = typed, ""
+            version = f"unknown ({type(exc).__name__}: {exc})"
+        out[typed] = {"canonical": canonical, "library": library, "version": version,
+                      "drivers": sorted(drivers.get(typed, ()))}
+    return out
+
+
+# -- writing ----------------------------------------------------------------------------------------
+
+
+def partial_path(path: Path) -> Path:
+    """Where an incomplete run's results go when ``path`` already holds a file."""
+    return path.with_name(path.name + ".partial")
+
+
+def write_atomic(path: Path, text: str) -> None:
+    """Write ``text`` to ``path`` through a temporary file in the same directory and a rename.
+
+    The file appears whole or not at all (``os.replace`` is atomic on POSIX
+    and Windows); the temporary file is removed if anything fails, even
+    KeyboardInterrupt.  An existing file's permission bits are kept.
+    Raises ``OSError``.
+    """
+    path = Path(path)
+    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
+    try:
+        with os.fdopen(fd, "w", encoding="utf-8") as f:
+            f.write(text)
+            f.flush()
+            os.fsync(f.fileno())
+        try:
+            mode = path.stat().st_mode & 0o7777
+        except FileNotFoundError:
+            umask = os.umask(0)
+            os.umask(umask)
+            mode = 0o666 & ~umask
+        os.chmod(tmp, mode)
+        os.replace(tmp, path)
+    except BaseException:
+        try:
+            os.unlink(tmp)
+        except OSError:
+            pass
+        raise
+    try:  # make the rename itself durable; not possible everywhere (Windows)
+        dir_fd = os.open(path.parent, os.O_RDONLY)
+    except OSError:
+        return
+    try:
+        os.fsync(dir_fd)
+    except OSError:
+        pass
+    finally:
+        os.close(dir_fd)
+
+
+def save(path: Path, results: ResultsFile) -> Path:
+    """Write ``results`` to ``path`` atomically and return where it went.
+
+    An incomplete run never replaces an existing file: it goes to
+    ``PATH.partial`` (:func:`partial_path`) instead.  Raises ``OSError``.
+    """
+    path = Path(path)
+    target = path if results.complete or not path.exists() else partial_path(path)
+    write_atomic(target, json.dumps(results.to_json(), indent=1) + "\n")
+    return target
+
+
+def check_writable(path: Path) -> str | None:
+    """Why ``path`` cannot receive a results file, or None (checked before a run starts)."""
+    path = Path(path)
+    if path.is_dir():
+        return f"{path} is a directory"
+    parent = path.parent if str(path.parent) else Path(".")
+    if not parent.is_dir():
+        return f"directory {parent} does not exist"
+    if not os.access(parent, os.W_OK | os.X_OK):
+        return f"directory {parent} is not writable"
+    return None
+
+
+# -- reading ----------------------------------------------------------------------------------------
+
+
+def _is_number(v: object) -> bool:
+    return isinstance(v, (int, float)) and not isinstance(v, bool) and math.isfinite(v)
+
+
+def _is_int(v: object) -> bool:
+    return isinstance(v, int) and not isinstance(v, bool)
+
+
+class _Checker:
+    """Type checks of one parsed file, each failure naming the field: ``results[3].size``."""
+
+    def __init__(self, path: Path) -> None:
+        self.path = path
+
+    def fail(self, problem: str) -> ResultsError:
+        return ResultsError(f"{self.path}: {problem}")
+
+    def get(self, obj: Mapping[str, Any], key: str, where: str, kind: str,
+            test: Callable[[Any], bool], default: Any = ..., ) -> Any:
+        if key not in obj:
+            if default is ...:
+                raise self.fail(f"{where}{key} is missing")
+            return default
+        value = obj[key]
+        if not test(value):
+            raise self.fail(f"{where}{key} must be {kind}, not {json.dumps(value)[:60]}")
+        return value
+
+
+def _from_schema_1(doc: dict[str, Any], check: _Checker) -> dict[str, Any]:
+    """Schema 1 (figures only: ``kib_per_s``) to schema 2."""
+    results = check.get(doc, "results", "", "a list", lambda v: isinstance(v, list))
+    out = []
+    for i, r in enumerate(results):
+        where = f"results[{i}]."
+        if not isinstance(r, dict):
+            raise check.fail(f"results[{i}] must be an object, not {json.dumps(r)[:60]}")
+        kib = check.get(r, "kib_per_s", where, "a positive number",
+                        lambda v: _is_number(v) and v > 0)
+        algorithm = check.get(r, "algorithm", where, "a string", lambda v: isinstance(v, str))
+        alg = catalog.lookup(algorithm)
+        default_dir = "digest" if alg is not None and alg.kind == catalog.DIGEST else "encrypt"
+        entry = {k: v for k, v in r.items() if k != "kib_per_s"}
+        entry.setdefault("direction", default_dir)
+        entry["bytes_per_second"] = kib * KIB
+        entry.setdefault("count", 0)
+        entry.setdefault("rounds_s", [])
+        entry.setdefault("cpu_s", [])
+        out.append(entry)
+    migrated = dict(doc)
+    migrated.update(schema_version=2, results=out, complete=doc.get("complete", True),
+                    machine=doc.get("machine", {}), plugins=doc.get("plugins", {}))
+    return migrated
+
+
+#: schema_version -> function turning that version into the next one.
+MIGRATIONS: dict[int, Callable[[dict[str, Any], _Checker], dict[str, Any]]] = {1: _from_schema_1}
+
+
+def _result(r: object, i: int, check: _Checker) -> Result:
+    if not isinstance(r, dict):
+        raise check.fail(f"results[{i}] must be an object, not {json.dumps(r)[:60]}")
+    w = f"results[{i}]."
+    g = check.get
+    is_str = (lambda v: isinstance(v, str) and bool(v))
+    opt_str = (lambda v: v is None or isinstance(v, str))
+    seconds = (lambda v: isinstance(v, list) and all(_is_number(x) and x > 0 for x in v))
+    cpu = (lambda v: isinstance(v, list) and all(_is_number(x) and x >= 0 for x in v))
+    return Result(
+        algorithm=g(r, "algorithm", w, "a non-empty string", is_str),
+        plugin=g(r, "plugin", w, "a non-empty string", is_str),
+        size=g(r, "size", w, "a whole number of bytes above 0", lambda v: _is_int(v) and v > 0),
+        direction=g(r, "direction", w, f"one of {', '.join(DIRECTIONS)}",
+                    lambda v: v in DIRECTIONS),
+        bytes_per_second=float(g(r, "bytes_per_second", w, "a positive number",
+                                 lambda v: _is_number(v) and v > 0)),
+        count=g(r, "count", w, "a whole number", lambda v: _is_int(v) and v >= 0),
+        rounds_s=tuple(g(r, "rounds_s", w, "a list of positive seconds", seconds)),
+        cpu_s=tuple(g(r, "cpu_s", w, "a list of seconds", cpu, [])),
+        canonical_plugin=g(r, "canonical_plugin", w, "a string",
+                           lambda v: isinstance(v, str), ""),
+        operation=g(r, "operation", w, "a string", lambda v: isinstance(v, str), ""),
+        driver=g(r, "driver", w, "a string or null", opt_str, None),
+        hardware=g(r, "hardware", w, "true, false or null",
+                   lambda v: v is None or isinstance(v, bool), None),
+        test=g(r, "test", w, "a string or null", opt_str, None),
+        tries=tuple(g(r, "tries", w, "a list of positive numbers",
+                      lambda v: isinstance(v, list) and all(_is_number(x) and x > 0 for x in v),
+                      [])),
+    )
+
+
+def parse(doc: object, path: Path) -> ResultsFile:
+    """Check and migrate a decoded results document; :class:`ResultsError` names the problem."""
+    check = _Checker(path)
+    if not isinstance(doc, dict):
+        raise check.fail(f"not a pytest-qcrypto results file (the top level is a "
+                         f"{type(doc).__name__}, not an object)")
+    if "schema_version" not in doc:
+        raise check.fail("not a pytest-qcrypto results file (no schema_version field)")
+    if "format" in doc and doc["format"] != FORMAT:
+        raise check.fail(f"not a pytest-qcrypto results file (format {doc['format']!r})")
+    version = doc["schema_version"]
+    if not _is_int(version) or version < 1:
+        raise check.fail(f"schema_version must be a whole number from 1, not {version!r}")
+    if version > SCHEMA_VERSION:
+        raise check.fail(f"schema_version {version} was written by a newer pytest-qcrypto; "
+                         f"this one reads schema 1 to {SCHEMA_VERSION} (upgrade pytest-qcrypto)")
+    while version < SCHEMA_VERSION:
+        doc = MIGRATIONS[version](doc, check)
+        version = doc["schema_version"]
+    g = check.get
+    complete = g(doc, "complete", "", "true or false", lambda v: isinstance(v, bool))
+    machine = g(doc, "machine", "", "an object", lambda v: isinstance(v, dict))
+    plugins = g(doc, "plugins", "", "an object of objects",
+                lambda v: isinstance(v, dict) and all(isinstance(e, dict) for e in v.values()))
+    raw = g(doc, "results", "", "a list", lambda v: isinstance(v, list))
+    return ResultsFile(
+        results=[_result(r, i, check) for i, r in enumerate(raw)],
+        machine=machine, plugins=plugins, complete=complete,
+        created=str(doc.get("created", "")),
+        settings=doc.get("settings") if isinstance(doc.get("settings"), dict) else {},
+        schema_version=doc["schema_version"],
+        tool=doc.get("tool") if isinstance(doc.get("tool"), dict) else {}, path=path)
+
+
+def load(path: Path) -> ResultsFile:
+    """Read a results file of any known schema.
+
+    Raises :class:`ResultsError` naming the file and the problem: missing,
+    unreadable, not JSON, not ours, another schema, or a field of the wrong type.
+    """
+    path = Path(path)
+    try:
+        raw = path.read_bytes()
+    except FileNotFoundError:
+        raise ResultsError(f"{path}: no such file") from None
+    except IsADirectoryError:
+        raise ResultsError(f"{path}: is a directory, not a results file") from None
+    except OSError as exc:
+        raise ResultsError(f"{path}: cannot read it: {exc.strerror or exc}") from None
+    try:
+        doc = json.loads(raw.decode("utf-8"))
+    except UnicodeDecodeError as exc:
+        raise ResultsError(f"{path}: not JSON (not UTF-8 text: {exc.reason} at byte "
+                           f"{exc.start})") from None
+    except json.JSONDecodeError as exc:
+        raise ResultsError(f"{path}: not JSON ({exc.msg} at line {exc.lineno} column "
+                           f"{exc.colno})") from None
+    except RecursionError:
+        raise ResultsError(f"{path}: not a usable JSON document (nested too deeply)") from None
+    return parse(doc, path)
