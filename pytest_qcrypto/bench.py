@@ -18,7 +18,7 @@ import random
 from dataclasses import dataclass
 from types import TracebackType
 
-from pytest_qcrypto import catalog, harness, kat
+from pytest_qcrypto import catalog, harness, jobs as multi, kat
 from pytest_qcrypto.backends import Context, Unsupported, Workload
 from pytest_qcrypto.catalog import Algorithm
 from pytest_qcrypto.harness import Measurement
@@ -118,23 +118,34 @@ class BenchContext:
         return Workload(data, iv=iv, decrypt=decrypt, ciphertext=sealed)
 
     def measure(self, size: int, *, decrypt: bool = False, min_time: float = 0.1,
-                rounds: int = 3) -> Measurement:
+                rounds: int = 3, jobs: int = 1) -> Measurement:
         """Time ``size``-byte operations (bytes; ``min_time`` in seconds).
 
         Checks the known-answer vectors (once) and the decrypt round trip of
         the benchmark buffer first; raises ``KnownAnswerError`` if either fails, ``Unsupported`` for a size the
-        algorithm does not take, ``TimerError`` for a frozen clock.
+        algorithm does not take, ``TimerError`` for a frozen clock.  With
+        ``jobs`` > 1 the rounds run in that many processes at once
+        (:mod:`pytest_qcrypto.jobs`): ``count`` is then the operations of all
+        of them, each round the common window, and ``extra`` holds ``jobs``
+        and the per-worker figures; ``JobsError`` when a worker fails.
         """
         self.check()
         work = self.workload(size, decrypt)
         kat.check_round_trip(self.selection.typed, self.algorithm, self.context, work)
-        timing = harness.time_runner(self.context.runner(work), min_time=min_time, rounds=rounds)
+        run = self.context.runner(work)
+        extra: dict[str, object] = {}
+        if jobs > 1:
+            timing: harness.Timing | multi.JobsTiming = multi.time_jobs(
+                run, jobs, min_time=min_time, rounds=rounds)
+            extra = {"jobs": jobs, "workers": multi.worker_record(timing.workers, size)}
+        else:
+            timing = harness.time_runner(run, min_time=min_time, rounds=rounds)
         return Measurement(
             algorithm=self.algorithm.name, plugin=self.selection.typed, size=size,
             direction=direction_of(self.algorithm, decrypt), count=timing.count,
             rounds_s=timing.rounds_s, cpu_s=timing.cpu_s,
             canonical_plugin=self.selection.canonical, operation=self.algorithm.operation,
-            driver=self.context.driver, hardware=self.context.hardware)
+            driver=self.context.driver, hardware=self.context.hardware, extra=extra)
 
     def close(self) -> None:
         self.context.close()

@@ -19,6 +19,7 @@ from pytest_qcrypto import bench
 from pytest_qcrypto.backends import AuthenticationError, Unavailable, Unsupported
 from pytest_qcrypto.bench import BenchContext, Randomness
 from pytest_qcrypto.harness import Measurement, TimerError
+from pytest_qcrypto.jobs import JobsError
 from pytest_qcrypto.kat import KnownAnswerError
 from pytest_qcrypto.registry import Registry, RegistryError
 
@@ -41,11 +42,13 @@ def fail(message: str) -> NoReturn:
 class MeasuredContext:
     """An open context as tests see it: :meth:`measure` times it and records the figure."""
 
-    def __init__(self, ctx: BenchContext, record: Recorder, min_time: float, rounds: int) -> None:
+    def __init__(self, ctx: BenchContext, record: Recorder, min_time: float, rounds: int,
+                 jobs: int = 1) -> None:
         self.bench = ctx
         self._record = record
         self.min_time = min_time
         self.rounds = rounds
+        self.jobs = jobs
 
     @property
     def algorithm(self) -> str:
@@ -79,14 +82,15 @@ class MeasuredContext:
     def _measure(self, size: int, decrypt: bool, min_time: float, rounds: int) -> Measurement:
         who = f"{self.plugin} {self.algorithm}"
         try:
-            return self.bench.measure(size, decrypt=decrypt, min_time=min_time, rounds=rounds)
+            return self.bench.measure(size, decrypt=decrypt, min_time=min_time, rounds=rounds,
+                                      jobs=self.jobs)
         except KnownAnswerError as exc:
             fail(str(exc))
         except Unsupported as exc:
             pytest.skip(f"{who}: {exc}")
         except AuthenticationError as exc:
             fail(f"{who} at {size} bytes: authentication failed: {exc}")
-        except TimerError as exc:
+        except (TimerError, JobsError) as exc:
             fail(f"{who} at {size} bytes: {exc}")
         except OSError as exc:
             driver = f" (driver {self.driver})" if self.driver else ""
@@ -114,11 +118,13 @@ class QcryptoFixture:
     Contexts are closed when the test ends, also when it fails.
     """
 
-    def __init__(self, registry: Callable[[], Registry], record: Recorder, min_time: float, rounds: int, rng: Randomness) -> None:
+    def __init__(self, registry: Callable[[], Registry], record: Recorder, min_time: float, rounds: int, rng: Randomness,
+                 jobs: int = 1) -> None:
         self._registry = registry
         self._record = record
         self.min_time = min_time
         self.rounds = rounds
+        self.jobs = jobs
         self._rng = rng
         self._open: list[MeasuredContext] = []
 
@@ -146,7 +152,7 @@ class QcryptoFixture:
             pytest.skip(f"{plugin} {alg.name}: {exc}")
         except OSError as exc:
             pytest.skip(f"{plugin} {alg.name}: cannot open a context: {_errno_text(exc)}")
-        measured = MeasuredContext(ctx, self._record, self.min_time, self.rounds)
+        measured = MeasuredContext(ctx, self._record, self.min_time, self.rounds, self.jobs)
         self._open.append(measured)
         return measured
 

@@ -1,0 +1,247 @@
+"""Measuring in N processes at once (``--qcrypto-jobs N``), like ``openssl speed -multi N``.
+
+The count is calibrated once in the calling process (the doubling-count loop
+of :mod:`pytest_qcrypto.harness`).  Then N worker processes are forked (the
+``fork`` start method, named explicitly, so that the open context and crypto
+plugins registered in a ``conftest.py`` reach the workers without pickling).
+In every round all workers wait at a barrier, then each runs ``count``
+operations and notes its start and end on the shared monotonic clock.
+
+The round's figure is the total bytes of all workers over the common window,
+from the earliest start to the latest end: ``sum(counts) * size / (max(ends) -
+min(starts))``.  Per-worker rates are kept for the record, never summed.
+
+Scaling on the 2-vCPU machines of this project: see "Accuracy and scaling" in
+the README.
+"""
+
+from __future__ import annotations
+
+import os
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from pytest_qcrypto import harness
+from pytest_qcrypto.backends import Runner
+from pytest_qcrypto.settings import SettingsError
+
+#: What ``--qcrypto-jobs auto`` means: every CPU this process may run on.
+AUTO = "auto"
+
+
+class JobsError(RuntimeError):
+    """A worker process failed, died or did not answer in time; ``str()`` says which and why."""
+
+
+@dataclass(frozen=True)
+class WorkerRound:
+    """One worker's part of one round: ``count`` operations from ``start_ns`` to ``end_ns``.
+
+    Times are nanoseconds of a clock all workers share (``time.perf_counter_ns``,
+    CLOCK_MONOTONIC on Linux); ``cpu_ns`` is the worker's process CPU time.
+    """
+
+    count: int
+    start_ns: int
+    end_ns: int
+    cpu_ns: int
+
+    @property
+    def wall_s(self) -> float:
+        return (self.end_ns - self.start_ns) / 1e9
+
+
+@dataclass(frozen=True)
+class JobsTiming:
+    """What :func:`time_jobs` found.
+
+    ``count`` is the operations of all workers in one round; ``rounds_s`` the
+    common window of each round (seconds); ``cpu_s`` the workers' summed CPU
+    seconds of each round; ``workers[w][r]`` what worker ``w`` did in round ``r``.
+    """
+
+    count: int
+    rounds_s: tuple[float, ...]
+    cpu_s: tuple[float, ...]
+    workers: tuple[tuple[WorkerRound, ...], ...]
+
+
+#: Starts ``jobs`` workers that each run ``rounds`` rounds of ``count`` operations
+#: and returns, per worker, its rounds: ``start(run, jobs, count, rounds, timeout_s)``.
+Starter = Callable[[Runner, int, int, int, float], Sequence[Sequence[WorkerRound]]]
+
+
+def cpu_count() -> int:
+    """The CPUs this process may run on (its affinity mask where the OS has one)."""
+    if hasattr(os, "sched_getaffinity"):
+        return len(os.sched_getaffinity(0))
+    return os.cpu_count() or 1
+
+
+def parse_jobs(text: object, option: str = "--qcrypto-jobs") -> int:
+    """A whole number of worker processes from 1 up, or ``auto`` (all CPUs).
+
+    Raises :class:`~pytest_qcrypto.settings.SettingsError` (a usage error)
+    naming the valid values.
+    """
+    value = str(text).strip()
+    if value.lower() == AUTO:
+        return cpu_count()
+    try:
+        jobs = int(value, 10)
+    except ValueError:
+        jobs = 0
+    if jobs < 1:
+        raise SettingsError(f"{option}: {value!r} is not valid; give a whole number of worker "
+                            f"processes from 1 up, or 'auto' for all {cpu_count()} CPUs")
+    if jobs > 1 and not hasattr(os, "fork"):
+        raise SettingsError(f"{option}: more than one job needs the 'fork' start method, "
+                            "which this platform lacks")
+    return jobs
+
+
+def add_option(group: Any) -> None:
+    """Add ``--qcrypto-jobs`` to a pytest option group."""
+    group.addoption("--qcrypto-jobs", metavar="N", default=None,
+                    help="run each measurement in N processes at once and report their summed "
+                         "throughput (total bytes over the common wall time), like openssl "
+                         "speed -multi; 'auto' = one per CPU (default 1).")
+
+
+def aggregate(workers: Sequence[Sequence[WorkerRound]]) -> tuple[int, tuple[float, ...],
+                                                                  tuple[float, ...]]:
+    """Per round, from every worker's rounds: (operations of one round, windows s, CPU s).
+
+    The window of a round runs from the earliest start to the latest end of
+    any worker; the operations of every round must be the same (they are:
+    each worker runs the calibrated count).  Raises ``ValueError`` for no
+    workers or rounds of unequal totals, :class:`~pytest_qcrypto.harness.TimerError`
+    for a window that is not positive.
+    """
+    if not workers or not workers[0]:
+        raise ValueError("no worker rounds to aggregate")
+    by_round = list(zip(*workers, strict=True))
+    totals = {sum(w.count for w in rnd) for rnd in by_round}
+    if len(totals) != 1:
+        raise ValueError(f"rounds differ in total operations: {sorted(totals)}")
+    windows, cpus = [], []
+    for rnd in by_round:
+        window = max(w.end_ns for w in rnd) - min(w.start_ns for w in rnd)
+        if window <= 0:
+            raise harness.TimerError(f"the timer stood still during a {len(rnd)}-job round")
+        windows.append(window / 1e9)
+        cpus.append(sum(w.cpu_ns for w in rnd) / 1e9)
+    return totals.pop(), tuple(windows), tuple(cpus)
+
+
+def time_jobs(run: Runner, jobs: int, *, min_time: float = 0.1, rounds: int = 3,
+              start: Starter | None = None) -> JobsTiming:
+    """Calibrate ``run`` here, then time ``rounds`` rounds in ``jobs`` processes at once.
+
+    ``start`` launches the workers (default :func:`fork_workers`; tests pass
+    fake workers).  Raises :class:`JobsError` when a worker fails, and what
+    :func:`~pytest_qcrypto.harness.time_runner` raises for the calibration.
+    """
+    if jobs < 1:
+        raise ValueError(f"jobs must be at least 1, not {jobs!r}")
+    calibration = harness.time_runner(run, min_time=min_time, rounds=1)
+    # A round takes about the calibration run when every worker has a CPU, jobs
+    # times longer when they all share one; allow that and more before giving up.
+    timeout_s = 30.0 + 10 * jobs * max(calibration.rounds_s)
+    workers = (start or fork_workers)(run, jobs, calibration.count, rounds, timeout_s)
+    total, windows, cpus = aggregate(workers)
+    return JobsTiming(total, windows, cpus, tuple(tuple(w) for w in workers))
+
+
+def _worker(run: Runner, count: int, rounds: int, barrier: Any, send: Any,
+            timeout_s: float) -> None:
+    """A worker's life: per round, wait at the barrier, run, note the times; send them."""
+    try:
+        done = []
+        for _ in range(rounds):
+            barrier.wait(timeout_s)
+            t0, t1, cpu = harness.timed(run, count, time.perf_counter_ns, time.process_time_ns)
+            done.append((count, t0, t1, cpu))
+        send.send(("ok", done))
+    except BaseException as exc:  # reported to the parent, which raises JobsError
+        barrier.abort()
+        send.send(("error", f"{type(exc).__name__}: {exc}"))
+    finally:
+        send.close()
+
+
+def fork_workers(run: Runner, jobs: int, count: int, rounds: int,
+                 timeout_s: float) -> list[list[WorkerRound]]:
+    """Fork ``jobs`` processes that run ``rounds`` barrier-started rounds of ``count`` operations.
+
+    Returns each worker's rounds, in worker order.  Raises :class:`JobsError`
+    when a worker raises, dies, or has not answered after ``timeout_s`` seconds;
+    then every worker still running is terminated.
+    """
+    import multiprocessing  # here: a run without --qcrypto-jobs never needs it
+
+    ctx = multiprocessing.get_context("fork")
+    barrier = ctx.Barrier(jobs)
+    procs, pipes = [], []
+    try:
+        for _ in range(jobs):
+            recv, send = ctx.Pipe(duplex=False)
+            proc = ctx.Process(target=_worker, args=(run, count, rounds, barrier, send, timeout_s),
+                               name="qcrypto-worker", daemon=True)
+            proc.start()
+            send.close()
+            procs.append(proc)
+            pipes.append(recv)
+        deadline = time.monotonic() + timeout_s
+        out, errors = [], []
+        for i, recv in enumerate(pipes, 1):
+            if not recv.poll(max(0.0, deadline - time.monotonic())):
+                raise JobsError(f"worker {i} of {jobs} did not answer within {timeout_s:.0f} s")
+            try:
+                status, payload = recv.recv()
+            except EOFError:
+                raise JobsError(f"worker {i} of {jobs} died (exit code "
+                                f"{procs[i - 1].exitcode})") from None
+            if status != "ok":
+                errors.append(f"worker {i}: {payload}")
+                continue
+            out.append([WorkerRound(*r) for r in payload])
+        if errors:
+            # a broken barrier in the others is a consequence: name the first cause
+            first = [e for e in errors if "BrokenBarrierError" not in e] or errors
+            raise JobsError(f"{len(errors)} of {jobs} workers failed; {first[0]}")
+        return out
+    finally:
+        for proc in procs:
+            proc.join(timeout=1.0)
+            if proc.is_alive():
+                proc.terminate()
+                proc.join()
+        for recv in pipes:
+            recv.close()
+
+
+def worker_record(workers: Sequence[Sequence[WorkerRound]], size: int) -> list[dict[str, Any]]:
+    """Per worker, JSON-ready: its count, each round's wall and CPU seconds and KiB/s.
+
+    This is what ``Measurement.extra["workers"]`` holds for a multi-job measurement.
+    """
+    return [{"count": rounds[0].count,
+             "rounds_s": [r.wall_s for r in rounds],
+             "cpu_s": [r.cpu_ns / 1e9 for r in rounds],
+             "kib_per_s": [r.count * size / r.wall_s / harness.KIB for r in rounds]}
+            for rounds in workers]
+
+
+def worker_lines(m: harness.Measurement) -> list[str]:
+    """For verbose output: each worker's KiB/s in each round, under the summed figure."""
+    workers = m.extra.get("workers")
+    if not isinstance(workers, list):
+        return []
+    head = (f"{m.plugin} {m.algorithm} {m.size} bytes: {m.kib_per_s:.2f} KiB/s from "
+            f"{len(workers)} jobs")
+    return [head] + [
+        f"  worker {i}: " + ", ".join(f"{rate:.2f}" for rate in w["kib_per_s"]) + " KiB/s"
+        for i, w in enumerate(workers, 1)]

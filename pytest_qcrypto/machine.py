@@ -1,0 +1,158 @@
+"""What the machine did to the figures: its state at the start, and which figures are noisy.
+
+:func:`capture` reads the machine's state where Linux exposes it (load
+average, CPU frequency governor, turbo / boost) in well under a millisecond;
+saved results keep it beside the figures.  :func:`state_warnings` says, as
+pyperf does, when that state makes every figure unreliable.  :func:`noise`
+says when one measurement is noisy: its rounds spread more than 10%, or its
+CPU time is far below its wall time (the machine was busy, or the work ran
+off the CPU on a hardware engine).  :func:`summary_lines` is what the pytest
+plugin prints under the tables.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Sequence
+from dataclasses import asdict, dataclass
+from pathlib import Path
+
+from pytest_qcrypto.harness import Measurement
+
+#: A figure whose slowest round is this much slower than its fastest is noisy.
+MAX_SPREAD = 1.10
+#: A figure whose CPU seconds are under this fraction of its wall seconds (per job) ran
+#: beside other work, or off the CPU.
+MIN_CPU_SHARE = 0.90
+#: With every CPU in use by the measurement, a load average above this is already contention.
+LOAD_TOLERANCE = 0.5
+
+_CPU_SYS = Path("/sys/devices/system/cpu")
+
+
+@dataclass(frozen=True)
+class MachineState:
+    """The machine when measuring started; ``None`` where the system does not tell.
+
+    ``load`` is the 1, 5 and 15-minute load average; ``cpus`` the CPUs this
+    process may use; ``governors`` the distinct cpufreq governors of those
+    CPUs and ``driver`` the cpufreq driver; ``turbo`` whether turbo / boost is
+    on (Intel ``intel_pstate/no_turbo``, else ``cpufreq/boost``).
+    """
+
+    load: tuple[float, float, float] | None
+    cpus: int
+    governors: tuple[str, ...] | None
+    driver: str | None
+    turbo: bool | None
+
+    def as_dict(self) -> dict[str, object]:
+        """JSON-ready: ``{"load": [1m, 5m, 15m], "cpus": 2, "governors": [...], ...}``."""
+        d = asdict(self)
+        d["load"] = list(self.load) if self.load else None
+        d["governors"] = list(self.governors) if self.governors else None
+        return d
+
+
+def _read(path: Path) -> str | None:
+    try:
+        return path.read_text().strip()
+    except OSError:
+        return None
+
+
+def _cpus() -> list[int]:
+    if hasattr(os, "sched_getaffinity"):
+        return sorted(os.sched_getaffinity(0))
+    return list(range(os.cpu_count() or 1))
+
+
+def _turbo(root: Path) -> bool | None:
+    no_turbo = _read(root / "intel_pstate" / "no_turbo")
+    if no_turbo in ("0", "1"):
+        return no_turbo == "0"
+    boost = _read(root / "cpufreq" / "boost")
+    if boost in ("0", "1"):
+        return boost == "1"
+    return None
+
+
+def capture(root: Path = _CPU_SYS) -> MachineState:
+    """The machine's state now (``root`` is the sysfs CPU directory, for tests)."""
+    try:
+        load: tuple[float, float, float] | None = os.getloadavg()
+    except (AttributeError, OSError):
+        load = None
+    cpus = _cpus()
+    found = {_read(root / f"cpu{c}" / "cpufreq" / "scaling_governor") for c in cpus}
+    governors = tuple(sorted(g for g in found if g)) or None
+    driver = _read(root / f"cpu{cpus[0]}" / "cpufreq" / "scaling_driver") if cpus else None
+    return MachineState(load, len(cpus), governors, driver, _turbo(root))
+
+
+def state_warnings(state: MachineState, jobs: int = 1) -> list[str]:
+    """Why ``state`` makes the figures of a ``jobs``-process run unreliable (empty: it does not).
+
+    Warns for a ``powersave`` governor (the clock rate follows the load, so
+    short rounds run slower), and for a 1-minute load average above the CPUs
+    the run leaves idle (``cpus - jobs``, at least :data:`LOAD_TOLERANCE`).
+    """
+    out = []
+    if state.governors and "powersave" in state.governors:
+        out.append("the CPU frequency governor is powersave: the clock rate follows the load; "
+                   "set it to performance for stable figures")
+    idle = max(state.cpus - jobs, 0)
+    if state.load is not None and state.load[0] > max(idle, LOAD_TOLERANCE):
+        out.append(f"load average {state.load[0]:.2f} is above the {idle} idle CPU"
+                   f"{'' if idle == 1 else 's'} this run leaves ({state.cpus} CPUs, {jobs} "
+                   f"job{'' if jobs == 1 else 's'}): other work competes with the measurement")
+    return out
+
+
+def noise(m: Measurement) -> list[str]:
+    """Why the figure of ``m`` is noisy: a wide spread of rounds, CPU far below wall time."""
+    out = []
+    if m.rounds_s and min(m.rounds_s) > 0 and m.spread > MAX_SPREAD:
+        out.append(f"rounds spread {(m.spread - 1) * 100:.0f}% "
+                   f"({min(m.rounds_s):.3g} to {max(m.rounds_s):.3g} s)")
+    jobs = m.extra.get("jobs", 1)
+    capacity = m.median_s * (jobs if isinstance(jobs, int) else 1)
+    if m.cpu_s and capacity > 0 and m.median_cpu_s < capacity * MIN_CPU_SHARE:
+        where = ("the work ran off the CPU (hardware)" if m.hardware
+                 else "the machine was busy, or the work ran off the CPU")
+        out.append(f"CPU time {m.median_cpu_s / capacity * 100:.0f}% of wall time: {where}")
+    return out
+
+
+def summary_lines(state: MachineState | None, measurements: Sequence[Measurement],
+                  jobs: int = 1, verbose: bool = False) -> list[str]:
+    """Lines under the tables: noisy figures, one machine-state warning, per-worker figures.
+
+    ``verbose`` adds the machine's state and each worker's figures of
+    multi-job measurements.
+    """
+    from pytest_qcrypto.jobs import worker_lines
+
+    lines = []
+    noisy = [(m, why) for m in measurements if (why := noise(m))]
+    if noisy:
+        lines.append(f"noisy figures (median round shown; {len(noisy)} of {len(measurements)}):")
+        lines.extend(f"  {m.algorithm} {m.plugin} {m.size} bytes: {'; '.join(why)}"
+                     for m, why in noisy)
+    if state is not None:
+        if verbose:
+            load = " ".join(f"{x:.2f}" for x in state.load) if state.load else "unknown"
+            lines.append(f"machine at start: load average {load}, {state.cpus} CPUs, governor "
+                         f"{','.join(state.governors) if state.governors else 'not exposed'}, "
+                         f"turbo {_on_off(state.turbo)}")
+        warnings = state_warnings(state, jobs)
+        if warnings:
+            lines.append("WARNING: figures may be unreliable: " + "; ".join(warnings))
+    if verbose:
+        for m in measurements:
+            lines.extend(worker_lines(m))
+    return lines
+
+
+def _on_off(flag: bool | None) -> str:
+    return "not exposed" if flag is None else ("on" if flag else "off")
