@@ -35,8 +35,12 @@ Recorder = Callable[[Measurement, Callable[[], Measurement]], None]
 
 
 def fail(message: str) -> NoReturn:
-    """Fail the current test with a one-line message and no traceback."""
-    pytest.fail(message, pytrace=False)
+    """Fail the current test with a one-line message and no traceback.
+
+    ``from None``: called while handling the plugin's exception, whose text
+    the message already carries; pytest would print it again as the context.
+    """
+    raise pytest.fail.Exception(message, pytrace=False) from None
 
 
 class MeasuredContext:

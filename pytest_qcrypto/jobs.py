@@ -68,9 +68,11 @@ class JobsTiming:
     workers: tuple[tuple[WorkerRound, ...], ...]
 
 
+#: Clocks of nanoseconds: (wall, CPU).
+Clocks = tuple[Callable[[], int], Callable[[], int]]
 #: Starts ``jobs`` workers that each run ``rounds`` rounds of ``count`` operations
-#: and returns, per worker, its rounds: ``start(run, jobs, count, rounds, timeout_s)``.
-Starter = Callable[[Runner, int, int, int, float], Sequence[Sequence[WorkerRound]]]
+#: and returns, per worker, its rounds: ``start(run, jobs, count, rounds, timeout_s, clocks)``.
+Starter = Callable[[Runner, int, int, int, float, Clocks], Sequence[Sequence[WorkerRound]]]
 
 
 def cpu_count() -> int:
@@ -137,32 +139,36 @@ def aggregate(workers: Sequence[Sequence[WorkerRound]]) -> tuple[int, tuple[floa
 
 
 def time_jobs(run: Runner, jobs: int, *, min_time: float = 0.1, rounds: int = 3,
-              start: Starter | None = None) -> JobsTiming:
+              start: Starter | None = None, clock: Callable[[], int] | None = None,
+              cpu_clock: Callable[[], int] | None = None) -> JobsTiming:
     """Calibrate ``run`` here, then time ``rounds`` rounds in ``jobs`` processes at once.
 
     ``start`` launches the workers (default :func:`fork_workers`; tests pass
-    fake workers).  Raises :class:`JobsError` when a worker fails, and what
-    :func:`~pytest_qcrypto.harness.time_runner` raises for the calibration.
+    fake workers); ``clock`` and ``cpu_clock`` are as in
+    :func:`~pytest_qcrypto.harness.time_runner`, which calibrates.  Raises
+    :class:`JobsError` when a worker fails, and what ``time_runner`` raises.
     """
     if jobs < 1:
         raise ValueError(f"jobs must be at least 1, not {jobs!r}")
-    calibration = harness.time_runner(run, min_time=min_time, rounds=1)
+    clocks = (clock or time.perf_counter_ns, cpu_clock or time.process_time_ns)
+    calibration = harness.time_runner(run, min_time=min_time, rounds=1,
+                                      clock=clocks[0], cpu_clock=clocks[1])
     # A round takes about the calibration run when every worker has a CPU, jobs
     # times longer when they all share one; allow that and more before giving up.
     timeout_s = 30.0 + 10 * jobs * max(calibration.rounds_s)
-    workers = (start or fork_workers)(run, jobs, calibration.count, rounds, timeout_s)
+    workers = (start or fork_workers)(run, jobs, calibration.count, rounds, timeout_s, clocks)
     total, windows, cpus = aggregate(workers)
     return JobsTiming(total, windows, cpus, tuple(tuple(w) for w in workers))
 
 
 def _worker(run: Runner, count: int, rounds: int, barrier: Any, send: Any,
-            timeout_s: float) -> None:
+            timeout_s: float, clocks: Clocks) -> None:
     """A worker's life: per round, wait at the barrier, run, note the times; send them."""
     try:
         done = []
         for _ in range(rounds):
             barrier.wait(timeout_s)
-            t0, t1, cpu = harness.timed(run, count, time.perf_counter_ns, time.process_time_ns)
+            t0, t1, cpu = harness.timed(run, count, *clocks)
             done.append((count, t0, t1, cpu))
         send.send(("ok", done))
     except BaseException as exc:  # reported to the parent, which raises JobsError
@@ -172,9 +178,12 @@ def _worker(run: Runner, count: int, rounds: int, barrier: Any, send: Any,
         send.close()
 
 
-def fork_workers(run: Runner, jobs: int, count: int, rounds: int,
-                 timeout_s: float) -> list[list[WorkerRound]]:
+def fork_workers(run: Runner, jobs: int, count: int, rounds: int, timeout_s: float,
+                 clocks: Clocks | None = None) -> list[list[WorkerRound]]:
     """Fork ``jobs`` processes that run ``rounds`` barrier-started rounds of ``count`` operations.
+
+    ``clocks`` (wall, CPU; nanoseconds) default to ``time.perf_counter_ns`` and
+    ``time.process_time_ns``; the wall clock must be one all processes share.
 
     Returns each worker's rounds, in worker order.  Raises :class:`JobsError`
     when a worker raises, dies, or has not answered after ``timeout_s`` seconds;
@@ -183,13 +192,14 @@ def fork_workers(run: Runner, jobs: int, count: int, rounds: int,
     import multiprocessing  # here: a run without --qcrypto-jobs never needs it
 
     ctx = multiprocessing.get_context("fork")
+    clocks = clocks or (time.perf_counter_ns, time.process_time_ns)
     barrier = ctx.Barrier(jobs)
     procs, pipes = [], []
     try:
         for _ in range(jobs):
             recv, send = ctx.Pipe(duplex=False)
-            proc = ctx.Process(target=_worker, args=(run, count, rounds, barrier, send, timeout_s),
-                               name="qcrypto-worker", daemon=True)
+            proc = ctx.Process(target=_worker, name="qcrypto-worker", daemon=True,
+                               args=(run, count, rounds, barrier, send, timeout_s, clocks))
             proc.start()
             send.close()
             procs.append(proc)

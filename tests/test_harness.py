@@ -1,0 +1,213 @@
+"""The doubling-count loop with fake clocks: exact counts, rounds, medians, GC, frozen timers."""
+
+import gc
+import hashlib
+import time
+from itertools import repeat
+
+import pytest
+
+from conftest import FAST
+from pytest_qcrypto import harness
+from pytest_qcrypto.harness import Measurement, TimerError, time_runner
+
+
+class FakeMachine:
+    """A runner whose operations cost ``ns_per_op`` on a fake clock (CPU: ``cpu_share`` of it).
+
+    ``extra_ns`` adds a fixed delay to the n-th run (0-based), to shape rounds.
+    """
+
+    def __init__(self, ns_per_op, cpu_share=1.0, extra_ns=None):
+        self.ns_per_op = ns_per_op
+        self.cpu_share = cpu_share
+        self.extra_ns = extra_ns or {}
+        self.now = 1_000_000
+        self.cpu = 0
+        self.counts = []
+        self.gc_on = []
+
+    def run(self, count):
+        self.gc_on.append(gc.isenabled())
+        cost = count * self.ns_per_op + self.extra_ns.get(len(self.counts), 0)
+        self.counts.append(count)
+        self.now += cost
+        self.cpu += int(cost * self.cpu_share)
+
+    def clock(self):
+        return self.now
+
+    def cpu_clock(self):
+        return self.cpu
+
+    def time(self, **kwargs):
+        return time_runner(self.run, clock=self.clock, cpu_clock=self.cpu_clock, **kwargs)
+
+
+def first_power_of_two(ns_per_op, min_time):
+    """What plain doubling finds: the smallest power of two whose run reaches min_time."""
+    count = 1
+    while count * ns_per_op < min_time * 1e9:
+        count *= 2
+    return count
+
+
+@pytest.mark.parametrize("ns_per_op", [1, 7, 200, 1_000, 16_280, 97_531, 3_000_000, 250_000_000])
+@pytest.mark.parametrize("min_time", [0.1, 0.5, 2.0])
+def test_count_is_the_first_power_of_two_that_reaches_min_time(ns_per_op, min_time):
+    fake = FakeMachine(ns_per_op)
+    timing = fake.time(min_time=min_time, rounds=3)
+    assert timing.count == first_power_of_two(ns_per_op, min_time)
+    assert timing.count * ns_per_op >= min_time * 1e9
+
+
+def test_calibration_doubles_then_skips_ahead_and_the_last_run_is_the_first_round():
+    fake = FakeMachine(1_000)  # 1 us per operation: 131072 operations reach 0.1 s
+    timing = fake.time(min_time=0.1, rounds=3)
+    # doubling up to the first run of at least 1/16 of min_time (8192 ops = 8.2 ms),
+    # then straight to the predicted power of two; two more rounds at that count
+    assert fake.counts == [2**k for k in range(14)] + [131072, 131072, 131072]
+    assert timing.rounds_s == (0.131072, 0.131072, 0.131072)
+
+
+def test_kib_per_s_is_exact_for_known_inputs():
+    fake = FakeMachine(1_000)  # 16 bytes per microsecond = 16e6 B/s = 15625 KiB/s
+    timing = fake.time(min_time=0.1, rounds=3)
+    m = Measurement("sha256", "fake", 16, "digest", timing.count, timing.rounds_s, timing.cpu_s)
+    assert m.bytes_per_second == pytest.approx(16e6, rel=1e-12)
+    assert m.kib_per_s == pytest.approx(15625.0, rel=1e-12)
+    assert m.spread == 1.0
+
+
+def test_the_median_round_is_reported_and_every_round_is_kept():
+    # runs 0..13 calibrate (last one is run 14 = round 1); delay rounds 2 and 4
+    fake = FakeMachine(1_000, extra_ns={15: 50_000_000, 17: 20_000_000})
+    timing = fake.time(min_time=0.1, rounds=5)
+    assert timing.rounds_s == pytest.approx((0.131072, 0.181072, 0.131072, 0.151072, 0.131072))
+    m = Measurement("sha256", "fake", 1024, "digest", timing.count, timing.rounds_s,
+                    timing.cpu_s)
+    assert m.median_s == pytest.approx(0.131072)
+    assert m.kib_per_s == pytest.approx(131072 * 1024 / 0.131072 / 1024)
+    assert m.spread == pytest.approx(0.181072 / 0.131072)
+
+
+def test_median_cpu_is_that_of_the_median_round_by_wall_time():
+    m = Measurement("sha256", "fake", 16, "digest", 1, (0.3, 0.1, 0.2), (0.29, 0.05, 0.11))
+    assert m.median_s == 0.2
+    assert m.median_cpu_s == 0.11
+
+
+@pytest.mark.parametrize("rounds", [1, 2, 7])
+def test_rounds_run_at_the_calibrated_count(rounds):
+    fake = FakeMachine(500, cpu_share=0.5)
+    timing = fake.time(min_time=0.01, rounds=rounds)
+    assert len(timing.rounds_s) == len(timing.cpu_s) == rounds
+    assert fake.counts[-rounds:] == [timing.count] * rounds
+    assert timing.cpu_s == pytest.approx(tuple(r / 2 for r in timing.rounds_s))
+
+
+@pytest.mark.parametrize("was_on", [True, False])
+def test_gc_is_off_in_every_timed_run_and_restored_after(was_on):
+    fake = FakeMachine(1_000)
+    (gc.enable if was_on else gc.disable)()
+    try:
+        fake.time(min_time=0.01, rounds=3)
+        assert not any(fake.gc_on)
+        assert gc.isenabled() == was_on
+    finally:
+        gc.enable()
+
+
+def test_gc_is_restored_when_the_runner_raises():
+    def boom(count):
+        raise OSError("device gone")
+
+    with pytest.raises(OSError):
+        time_runner(boom)
+    assert gc.isenabled()
+
+
+@pytest.mark.parametrize("kwargs, message", [
+    ({"min_time": 0}, "min_time must be a positive number"),
+    ({"min_time": float("nan")}, "min_time must be a positive number"),
+    ({"rounds": 0}, "rounds must be at least 1"),
+])
+def test_bad_arguments(kwargs, message):
+    with pytest.raises(ValueError, match=message):
+        time_runner(lambda n: None, **kwargs)
+
+
+def sha256_runner(count, buf=b"x" * 16):
+    for _ in repeat(None, count):
+        hashlib.sha256(buf).digest()
+
+
+def test_frozen_perf_counter_is_a_timer_error_within_two_seconds(monkeypatch):
+    monkeypatch.setattr(time, "perf_counter_ns", lambda: 123_456_789)
+    started = time.monotonic()
+    with pytest.raises(TimerError, match="the timer did not advance.*perf_counter_ns mocked"):
+        time_runner(sha256_runner, min_time=0.1)
+    assert time.monotonic() - started < 2.0
+
+
+def test_frozen_timer_is_caught_quickly_whatever_min_time(monkeypatch):
+    monkeypatch.setattr(time, "perf_counter_ns", lambda: 0)
+    started = time.monotonic()
+    with pytest.raises(TimerError):
+        time_runner(sha256_runner, min_time=60.0)
+    assert time.monotonic() - started < 2.0
+
+
+def test_a_timer_that_crawls_is_a_timer_error_too():
+    ticks = iter(range(10**12))
+    started = time.monotonic()
+    with pytest.raises(TimerError):
+        time_runner(sha256_runner, clock=lambda: next(ticks))  # 1 ns per reading
+    assert time.monotonic() - started < 2.0
+
+
+def test_frozen_guard_clock_stops_at_max_count_instead_of_hanging(monkeypatch):
+    monkeypatch.setattr(harness, "MAX_COUNT", 2**10)
+    with pytest.raises(TimerError, match="still took under"):
+        time_runner(lambda n: None, clock=lambda: 0, guard=lambda: 0.0)
+
+
+def test_frozen_clock_via_the_plain_api(monkeypatch):
+    from pytest_qcrypto import bench
+    from pytest_qcrypto.backends.hashlib import HashlibPlugin
+    from pytest_qcrypto.registry import Selection
+
+    with bench.open_context(Selection("hashlib", HashlibPlugin()), "sha256") as ctx:
+        monkeypatch.setattr(time, "perf_counter_ns", lambda: 42)
+        started = time.monotonic()
+        with pytest.raises(TimerError):
+            ctx.measure(16)
+        assert time.monotonic() - started < 2.0
+
+
+def test_frozen_clock_fails_the_item_with_one_line(pytester):
+    pytester.makeconftest('''
+import time
+import pytest
+
+@pytest.fixture(autouse=True)
+def frozen(monkeypatch):
+    monkeypatch.setattr(time, "perf_counter_ns", lambda: 1)
+''')
+    started = time.monotonic()
+    r = pytester.runpytest("--qcrypto-digest", "sha256", "--qcrypto-plugin", "hashlib",
+                           "--qcrypto-size", "16", "--qcrypto-rounds", "1")
+    assert time.monotonic() - started < 10
+    r.assert_outcomes(failed=1)
+    lines = r.stdout.lines
+    head = next(i for i, line in enumerate(lines) if line.startswith("____"))
+    end = next(i for i in range(head + 1, len(lines)) if lines[i].startswith("===="))
+    body = [line for line in lines[head + 1:end] if line.strip()]
+    assert len(body) == 1, body  # the whole failure is one line: no traceback, no context
+    assert body[0].startswith("hashlib sha256 at 16 bytes: the timer did not advance")
+
+
+def test_matrix_runs_with_a_working_clock(pytester):
+    r = pytester.runpytest("--qcrypto-digest", "sha256", "--qcrypto-plugin", "hashlib",
+                           "--qcrypto-size", "16", *FAST)
+    r.assert_outcomes(passed=1)
