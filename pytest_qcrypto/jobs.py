@@ -204,25 +204,13 @@ def fork_workers(run: Runner, jobs: int, count: int, rounds: int, timeout_s: flo
             send.close()
             procs.append(proc)
             pipes.append(recv)
-        deadline = time.monotonic() + timeout_s
-        out, errors = [], []
-        for i, recv in enumerate(pipes, 1):
-            if not recv.poll(max(0.0, deadline - time.monotonic())):
-                raise JobsError(f"worker {i} of {jobs} did not answer within {timeout_s:.0f} s")
-            try:
-                status, payload = recv.recv()
-            except EOFError:
-                raise JobsError(f"worker {i} of {jobs} died (exit code "
-                                f"{procs[i - 1].exitcode})") from None
-            if status != "ok":
-                errors.append(f"worker {i}: {payload}")
-                continue
-            out.append([WorkerRound(*r) for r in payload])
+        answers = _collect(pipes, procs, barrier, timeout_s)
+        errors = [f"worker {i}: {a}" for i, a in enumerate(answers, 1) if isinstance(a, str)]
         if errors:
             # a broken barrier in the others is a consequence: name the first cause
             first = [e for e in errors if "BrokenBarrierError" not in e] or errors
             raise JobsError(f"{len(errors)} of {jobs} workers failed; {first[0]}")
-        return out
+        return [[WorkerRound(*r) for r in a] for a in answers if not isinstance(a, str)]
     finally:
         for proc in procs:
             proc.join(timeout=1.0)
@@ -231,6 +219,37 @@ def fork_workers(run: Runner, jobs: int, count: int, rounds: int, timeout_s: flo
                 proc.join()
         for recv in pipes:
             recv.close()
+
+
+def _collect(pipes: list[Any], procs: list[Any], barrier: Any,
+             timeout_s: float) -> list[list[tuple[int, int, int, int]] | str]:
+    """Every worker's answer, in worker order: its rounds, or what went wrong (a string).
+
+    The first failure aborts the barrier, so the other workers stop at once
+    instead of waiting out the timeout.
+    """
+    from multiprocessing.connection import wait
+
+    answers: dict[int, list[tuple[int, int, int, int]] | str] = {}
+    pending = dict(enumerate(pipes))
+    deadline = time.monotonic() + timeout_s
+    while pending:
+        ready = wait(list(pending.values()), max(0.0, deadline - time.monotonic()))
+        if not ready:
+            barrier.abort()
+            late = ", ".join(str(i + 1) for i in pending)
+            raise JobsError(f"worker(s) {late} of {len(pipes)} did not answer within "
+                            f"{timeout_s:.0f} s")
+        for i in [i for i, pipe in pending.items() if pipe in ready]:
+            try:
+                status, payload = pending.pop(i).recv()
+            except EOFError:
+                procs[i].join(timeout=1.0)
+                status, payload = "error", f"died (exit code {procs[i].exitcode})"
+            if status != "ok":
+                barrier.abort()
+            answers[i] = payload
+    return [answers[i] for i in range(len(pipes))]
 
 
 def worker_record(workers: Sequence[Sequence[WorkerRound]], size: int) -> list[dict[str, Any]]:
