@@ -14,18 +14,66 @@ Cells are the median round's ``count * size / seconds / 1024`` with two
 decimals.  The label column is one wider than the longest plugin name; every
 number column is two wider than the widest cell of the table.  A cell that was
 not measured shows a marker from :data:`MARKERS`, explained under the table.
+
+Beside that layout: other units (:data:`UNITS`, ``--qcrypto-unit``) and other
+formats (:data:`FORMATS`, ``--qcrypto-format``): ``openssl`` (the layout of
+``openssl speed``), ``markdown`` (for a CI job summary) and ``csv``.
+:func:`write_summary` sends the chosen format to the terminal (or, with
+``--qcrypto-bare``, to standard output alone), appends markdown to
+``$GITHUB_STEP_SUMMARY`` when that is set, and writes ``--qcrypto-plot``.
+Nothing here imports pytest.
 """
 
 from __future__ import annotations
 
-from collections.abc import Sequence
-from dataclasses import dataclass
+import csv
+import io
+import os
+import sys
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
+from itertools import groupby
+from typing import Any
 
 from pytest_qcrypto.harness import Measurement
+from pytest_qcrypto.settings import SettingsError
 
 SKIPPED, FAILED = "skipped", "failed"
 #: Short markers for cells without a figure.
 MARKERS = {SKIPPED: "-", FAILED: "x"}
+
+
+
+@dataclass(frozen=True)
+class Unit:
+    """A unit of table cells: its name, the header's wording, and the conversion.
+
+    ``of(m)`` is the median round of a :class:`Measurement` in this unit.
+    ``faster_is_higher`` is False for times per operation (``ns/op``).
+    """
+
+    name: str
+    label: str
+    of: Callable[[Measurement], float]
+    faster_is_higher: bool = True
+
+
+#: ``--qcrypto-unit`` choices.  KiB and MiB are 1024-based (qcrypto's unit);
+#: kB and MB are 1000-based, as OpenSSL's "k", and their headers say so.
+#: One operation is one buffer of the column's size.
+UNITS: dict[str, Unit] = {u.name: u for u in (
+    Unit("KiB/s", "KiB/s", lambda m: m.kib_per_s),
+    Unit("MiB/s", "MiB/s", lambda m: m.bytes_per_second / (1024 * 1024)),
+    Unit("kB/s", "kB/s, 1 kB = 1000 bytes", lambda m: m.bytes_per_second / 1000),
+    Unit("MB/s", "MB/s, 1 MB = 1000000 bytes", lambda m: m.bytes_per_second / 1_000_000),
+    Unit("ops/s", "ops/s", lambda m: m.count / m.median_s),
+    Unit("ns/op", "ns/op", lambda m: m.median_s / m.count * 1e9, faster_is_higher=False),
+)}
+DEFAULT_UNIT = "KiB/s"
+#: ``--qcrypto-format`` choices; the first is the default.
+FORMATS = ("qcrypto", "openssl", "markdown", "csv")
+#: Suffixes ``--qcrypto-plot`` can write.
+PLOT_SUFFIXES = (".png", ".svg", ".html")
 
 
 @dataclass(frozen=True)
@@ -47,16 +95,18 @@ class Table:
     plugins: tuple[str, ...]
     sizes: tuple[int, ...]
     cells: dict[tuple[str, int], Cell]
+    #: Row label -> machine, for tables joined across machines (``qcrypto report``).
+    machines: Mapping[str, str] = field(default_factory=dict)
 
 
 def _verb(table: Table) -> str:
     return {"digest": "digests", "encrypt": "encryptions", "decrypt": "decryptions"}[table.direction]
 
 
-def header(table: Table) -> str:
+def header(table: Table, unit: str = "KiB/s") -> str:
     """``Benchmark results for 'aes-128-cbc' cipher, decrypt (KiB/s):``."""
     how = ", decrypt" if table.direction == "decrypt" else ""
-    return f"Benchmark results for '{table.algorithm}' {table.kind}{how} (KiB/s):"
+    return f"Benchmark results for '{table.algorithm}' {table.kind}{how} ({UNITS[unit].label}):"
 
 
 def verbose_block(table: Table) -> list[str]:
@@ -74,21 +124,21 @@ def verbose_block(table: Table) -> list[str]:
     return lines
 
 
-def _cell_text(cell: Cell | None) -> str:
+def _cell_text(cell: Cell | None, unit: str = "KiB/s") -> str:
     if cell is None:
         return MARKERS[SKIPPED]
     if cell.measurement is not None:
-        return f"{cell.measurement.kib_per_s:.2f}"
+        return f"{UNITS[unit].of(cell.measurement):.2f}"
     return MARKERS.get(cell.status, "?")
 
 
-def table_lines(table: Table) -> list[str]:
+def table_lines(table: Table, unit: str = "KiB/s") -> list[str]:
     """The header, the column line and one row per plugin, then the marker notes."""
-    texts = {(p, s): _cell_text(table.cells.get((p, s))) for p in table.plugins
+    texts = {(p, s): _cell_text(table.cells.get((p, s)), unit) for p in table.plugins
              for s in table.sizes}
     label_w = max(len(p) for p in ("plugin", *table.plugins)) + 1
     cell_w = max(len(t) for t in (*texts.values(), *(str(s) for s in table.sizes))) + 2
-    lines = [header(table),
+    lines = [header(table, unit),
              "plugin".ljust(label_w) + "".join(str(s).rjust(cell_w) for s in table.sizes)]
     for p in table.plugins:
         lines.append(p.ljust(label_w) + "".join(texts[(p, s)].rjust(cell_w) for s in table.sizes))
@@ -135,13 +185,373 @@ def _status_reason(cell: Cell | None) -> tuple[str, str]:
     return cell.status, cell.reason
 
 
-def report(tables: Sequence[Table], verbose: bool) -> list[str]:
+def report(tables: Sequence[Table], verbose: bool, unit: str = "KiB/s") -> list[str]:
     """Every table (each preceded by its verbose block when ``verbose``), blank-line separated."""
     lines: list[str] = []
     for table in tables:
         if verbose:
             lines.extend(verbose_block(table))
             lines.append("")
-        lines.extend(table_lines(table))
+        lines.extend(table_lines(table, unit))
         lines.append("")
     return lines[:-1] if lines else lines
+
+
+# -- other formats ---------------------------------------------------------------
+
+#: The sentence ``openssl speed`` prints above its table.
+OPENSSL_SENTENCE = "The 'numbers' are in 1000s of bytes per second processed."
+
+
+def _openssl_label(table: Table, plugin: str, with_plugin: bool) -> str:
+    label = table.algorithm + ("-decrypt" if table.direction == "decrypt" else "")
+    return f"{label}[{plugin}]" if with_plugin else label
+
+
+def _openssl_cell(cell: Cell | None) -> str:
+    """openssl speed's cell: 1000s of bytes with a ``k`` above 10000 bytes/s, else bytes."""
+    if cell is None or cell.measurement is None:
+        marker = MARKERS[SKIPPED] if cell is None else MARKERS.get(cell.status, "?")
+        return f" {marker:>11} "
+    bps = cell.measurement.bytes_per_second
+    return f" {bps / 1000:11.2f}k" if bps > 10000 else f" {bps:11.2f} "
+
+
+def openssl_lines(tables: Sequence[Table]) -> list[str]:
+    """The layout of ``openssl speed``'s summary, in 1000s of bytes per second.
+
+    Its sentence, then for each run of tables with the same sizes a ``type``
+    line (``%7d bytes`` per size) and one row per algorithm and plugin: the
+    label left-aligned in 13 columns (wider when a label needs it), each cell
+    `` %11.2fk``.  Rows are labelled by algorithm (``-decrypt`` appended for
+    decryption), with ``[plugin]`` when the tables hold more than one plugin.
+    Marker notes follow each run of tables.
+    """
+    with_plugin = len({p for t in tables for p in t.plugins}) > 1
+    lines = [OPENSSL_SENTENCE]
+    for sizes, group in groupby(tables, key=lambda t: t.sizes):
+        block = list(group)
+        rows = [(_openssl_label(t, p, with_plugin), t, p) for t in block for p in t.plugins]
+        label_w = max([13, *(len(label) + 1 for label, _, _ in rows)])
+        lines.append("type".ljust(label_w - 1) + "".join(f"{s:7d} bytes" for s in sizes))
+        for label, t, p in rows:
+            lines.append(label.ljust(label_w)
+                         + "".join(_openssl_cell(t.cells.get((p, s))) for s in sizes))
+        for t in block:
+            lines.extend(notes(t))
+    return lines
+
+
+def _md(text: str) -> str:
+    return text.replace("|", "\\|")
+
+
+def _md_note(note: str) -> str:
+    """A note line as a list item, its marker (``-``, ``x``) in code so it is not a bullet."""
+    marker, _, rest = note.strip().partition(" ")
+    if marker in MARKERS.values():
+        return f"`{marker}` {_md(rest)}"
+    return _md(note.strip())
+
+
+def markdown_lines(tables: Sequence[Table], unit: str = DEFAULT_UNIT) -> list[str]:
+    """Each table as a GitHub-flavoured markdown heading, table and list of notes."""
+    lines: list[str] = []
+    for t in tables:
+        lines += [f"### {header(t, unit).removesuffix(':')}", "",
+                  "| plugin | " + " | ".join(str(s) for s in t.sizes) + " |",
+                  "| :--- |" + " ---: |" * len(t.sizes)]
+        for p in t.plugins:
+            cells = [_cell_text(t.cells.get((p, s)), unit) for s in t.sizes]
+            lines.append(f"| {_md(p)} | " + " | ".join(cells) + " |")
+        extra = notes(t)
+        if extra:
+            lines.append("")
+            lines.extend(f"- {_md_note(n)}" for n in extra)
+        lines.append("")
+    return lines[:-1]
+
+
+CSV_COLUMNS = ("algorithm", "direction", "plugin", "size", "unit", "value", "count",
+               "seconds", "status", "reason")
+
+
+def csv_lines(tables: Sequence[Table], unit: str = DEFAULT_UNIT) -> list[str]:
+    """One header line, then one line per cell in table order.
+
+    ``value`` is the cell in ``unit`` with two decimals, ``count`` the
+    operations per round and ``seconds`` the median round's wall time; cells
+    without a figure have ``status`` skipped or failed and their reason.
+    Tables joined across machines get a ``machine`` column before ``plugin``.
+    """
+    by_machine = any(t.machines for t in tables)
+    columns = list(CSV_COLUMNS)
+    if by_machine:
+        columns.insert(columns.index("plugin"), "machine")
+    buf = io.StringIO()
+    out = csv.writer(buf, lineterminator="\n")
+    out.writerow(columns)
+    for t in tables:
+        for p in t.plugins:
+            for s in t.sizes:
+                cell = t.cells.get((p, s))
+                m = cell.measurement if cell is not None else None
+                status, reason = _status_reason(cell)
+                row: list[object] = [t.algorithm, t.direction, p, s, unit]
+                if m is not None:
+                    row += [f"{UNITS[unit].of(m):.2f}", m.count, f"{m.median_s:.9f}", "ok", ""]
+                else:
+                    row += ["", "", "", status, reason]
+                if by_machine:
+                    row.insert(columns.index("machine"), t.machines.get(p, ""))
+                    row[columns.index("plugin")] = m.plugin if m is not None else p
+                out.writerow(row)
+    return buf.getvalue().splitlines()
+
+
+def format_lines(tables: Sequence[Table], fmt: str = "qcrypto", unit: str = DEFAULT_UNIT,
+                 verbose: bool = False) -> list[str]:
+    """The tables in one of :data:`FORMATS`; only ``qcrypto`` has a verbose block."""
+    if fmt == "openssl":
+        return openssl_lines(tables)
+    if fmt == "markdown":
+        return markdown_lines(tables, unit)
+    if fmt == "csv":
+        return csv_lines(tables, unit)
+    return report(tables, verbose, unit)
+
+
+# -- output options --------------------------------------------------------------
+
+@dataclass(frozen=True)
+class Output:
+    """The checked output options of a run: unit, format, plot path, bare standard output."""
+
+    unit: str = DEFAULT_UNIT
+    format: str = FORMATS[0]
+    plot: str | None = None
+    bare: bool = False
+
+
+def add_options(group: Any) -> None:
+    """Add the output options to the plugin's option group (a pytest ``OptionGroup``)."""
+    group.addoption("--qcrypto-unit", metavar="UNIT", default=None,
+                    help=f"unit of the table cells: {', '.join(UNITS)}. KiB and MiB are "
+                         "1024-based, kB and MB 1000-based. Default: KiB/s.")
+    group.addoption("--qcrypto-format", metavar="FORMAT", default=None,
+                    help="layout of the results: qcrypto (default), openssl (openssl speed's "
+                         "table, 1000s of bytes per second; no --qcrypto-unit with it), "
+                         "markdown (for a CI job summary) or csv.")
+    group.addoption("--qcrypto-plot", metavar="PATH", default=None,
+                    help="also plot throughput against buffer size to PATH (.png, .svg, or a "
+                         "self-contained .html); needs pip install 'pytest-qcrypto[plot]'.")
+    group.addoption("--qcrypto-bare", action="store_true", default=False,
+                    help="write only the results to standard output and pytest's own "
+                         "output to standard error (what the qcrypto command does).")
+
+
+def parse_output(unit: str | None = None, fmt: str | None = None, plot: str | None = None,
+                 bare: bool = False) -> Output:
+    """Check the output options; :class:`SettingsError` naming the valid choices."""
+    if unit is not None and unit not in UNITS:
+        same = [u for u in UNITS if u.lower() == unit.lower()]
+        hint = (f"; units are case-sensitive (k = 1000, Ki = 1024, b = bit): "
+                f"did you mean {same[0]}?" if same else "")
+        raise SettingsError(f"--qcrypto-unit: unknown unit {unit!r}{hint} "
+                            f"Valid units: {', '.join(UNITS)}")
+    if fmt is not None and fmt not in FORMATS:
+        raise SettingsError(f"--qcrypto-format: unknown format {fmt!r}. "
+                            f"Valid formats: {', '.join(FORMATS)}")
+    if fmt == "openssl":
+        if unit is not None:
+            raise SettingsError(
+                f"--qcrypto-unit {unit} cannot be used with --qcrypto-format openssl, "
+                "whose unit is fixed: 1000s of bytes per second, as openssl speed prints")
+        unit = "kB/s"
+    if plot is not None:
+        from pytest_qcrypto import plot as plotting
+
+        plotting.check_path(plot)
+    return Output(unit or DEFAULT_UNIT, fmt or FORMATS[0], plot, bool(bare))
+
+
+def output_of(getoption: Callable[[str], Any]) -> Output:
+    """:func:`parse_output` of a pytest config's options (``config.getoption``)."""
+    return parse_output(getoption("qcrypto_unit"), getoption("qcrypto_format"),
+                        getoption("qcrypto_plot"), getoption("qcrypto_bare"))
+
+
+def write_summary(terminal: Any, tables: Sequence[Table], output: Output, verbose: bool,
+                  baseline: Sequence[Table] = (), title: str = "qcrypto speed",
+                  stdout: Any = None) -> None:
+    """Show the tables at the end of a run, and write the step summary and the plot.
+
+    ``terminal`` is pytest's terminal reporter (``write_sep``, ``write_line``).
+    With ``output.bare`` the lines go to ``stdout`` (default ``sys.stdout``)
+    without a separator.  When ``$GITHUB_STEP_SUMMARY`` names a file, the
+    markdown tables are appended to it.  ``baseline`` tables (from a compared
+    run) are drawn dashed in the plot.  A file that cannot be written is
+    reported on the terminal, not raised.
+    """
+    lines = format_lines(tables, output.format, output.unit, verbose)
+    if output.bare:
+        out = stdout or sys.stdout
+        out.write("".join(f"{line}\n" for line in lines))
+        out.flush()
+    else:
+        terminal.write_sep("=", title)
+        for line in lines:
+            terminal.write_line(line)
+    for problem in write_files(tables, output, baseline):
+        terminal.write_line(f"ERROR: {problem}", red=True)
+
+
+def write_files(tables: Sequence[Table], output: Output,
+                baseline: Sequence[Table] = ()) -> list[str]:
+    """Append to ``$GITHUB_STEP_SUMMARY`` and write ``output.plot``; the problems met."""
+    problems: list[str] = []
+    summary = os.environ.get("GITHUB_STEP_SUMMARY")
+    if summary:
+        try:
+            with open(summary, "a", encoding="utf-8") as f:
+                f.write("".join(f"{line}\n" for line in markdown_lines(tables, output.unit)))
+                f.write("\n")
+        except OSError as exc:
+            problems.append(f"cannot append to GITHUB_STEP_SUMMARY {summary}: {exc}")
+    if output.plot:
+        from pytest_qcrypto import plot as plotting
+
+        try:
+            plotting.write(output.plot, tables, output.unit, baseline,
+                           text=format_lines(tables, output.format, output.unit))
+        except (OSError, plotting.PlotError) as exc:
+            problems.append(f"--qcrypto-plot: cannot write {output.plot}: {exc}")
+    return problems
+
+
+
+# -- one report across machines ---------------------------------------------------
+
+def _measurement(r: Any) -> Measurement:
+    """A saved result (``results.Result``) as a Measurement with the same median figure.
+
+    A result without counts and rounds (schema 1) becomes one operation of its
+    size in ``size / bytes_per_second`` seconds.
+    """
+    if r.count and r.rounds_s:
+        count, rounds = r.count, tuple(r.rounds_s)
+    else:
+        count, rounds = 1, (r.size / r.bytes_per_second,)
+    return Measurement(r.algorithm, r.plugin, r.size, r.direction, count, rounds,
+                       tuple(r.cpu_s), r.canonical_plugin, r.operation, r.driver, r.hardware)
+
+
+def machine_labels(names: Sequence[str]) -> list[str]:
+    """Short row labels for results files: the file name without ``.json``, made unique."""
+    from pathlib import PurePath
+
+    stems = [PurePath(n).name.removesuffix(".json") for n in names]
+    labels: list[str] = []
+    for i, (stem, name) in enumerate(zip(stems, names)):
+        label = stem if stems.count(stem) == 1 else name
+        labels.append(label if label not in labels else f"{label}#{i + 1}")
+    return labels
+
+
+def joined_tables(files: Sequence[Any], names: Sequence[str]) -> tuple[list[Table], list[str]]:
+    """Saved results files (``results.ResultsFile``) joined: tables and their legend.
+
+    One table per (algorithm, direction), in first-seen order; a row per
+    machine and plugin, labelled ``MACHINE/PLUGIN`` where MACHINE is the file's
+    label from :func:`machine_labels`; the sizes are all the sizes measured.
+    The legend names each machine's file and fingerprint and every field in
+    which the fingerprints, or the plugins' versions, differ.
+    """
+    from pytest_qcrypto import catalog
+
+    labels = machine_labels(names)
+    grouped: dict[tuple[str, str], dict[tuple[str, int], Cell]] = {}
+    rows: dict[tuple[str, str], list[str]] = {}
+    machines: dict[str, str] = {}
+    for label, f in zip(labels, files):
+        for r in f.results:
+            row = f"{label}/{r.plugin}"
+            key = (r.algorithm, r.direction)
+            grouped.setdefault(key, {})[(row, r.size)] = Cell(_measurement(r))
+            if row not in rows.setdefault(key, []):
+                rows[key].append(row)
+            machines[row] = label
+    tables = []
+    for (name, direction), cells in grouped.items():
+        alg = catalog.lookup(name)
+        kind = alg.table_kind if alg is not None else ("digest" if direction == "digest"
+                                                       else "cipher")
+        sizes = tuple(sorted({s for _, s in cells}))
+        row_labels = tuple(rows[(name, direction)])
+        tables.append(Table(alg.name if alg else name, kind, direction, row_labels, sizes,
+                            cells, {r: machines[r] for r in row_labels}))
+    return tables, legend(files, labels)
+
+
+def _describe_machine(m: Mapping[str, Any]) -> str:
+    if not m:
+        return "no fingerprint recorded"
+    parts = [str(m.get("cpu_model", "unknown CPU")), str(m.get("architecture", "")),
+             f"{m['cores']} cores" if "cores" in m else "",
+             f"{m.get('os', '')} {m.get('kernel', '')}".strip(), str(m.get("libc", "")),
+             str(m.get("python", ""))]
+    return ", ".join(p for p in parts if p)
+
+
+def _differences(values: Sequence[tuple[str, Any]], key: str) -> str | None:
+    """``key: a=..., b=...`` when the recorded values differ, else None."""
+    known = [(label, v) for label, v in values if v is not None]
+    if len({repr(v) for _, v in known}) <= 1:
+        return None
+    if key == "cpu_flags" and all(isinstance(v, list) for _, v in known):
+        common = set.intersection(*(set(v) for _, v in known))
+        odd = sorted({flag for _, v in known for flag in v} - common)
+        return f"{key}: " + ", ".join(
+            f"{flag} ({' '.join(label for label, v in known if flag in v)})" for flag in odd)
+    return f"{key}: " + ", ".join(f"{label}={v}" for label, v in known)
+
+
+def legend(files: Sequence[Any], labels: Sequence[str]) -> list[str]:
+    """The machines of a joined report, and every field that differs between them."""
+    lines = ["machines:"]
+    for label, f in zip(labels, files):
+        where = str(f.path) if getattr(f, "path", None) else label
+        state = "" if f.complete else " (incomplete run)"
+        lines.append(f"  {label}: {where}{state}: {_describe_machine(f.machine)}")
+    keys: list[str] = []
+    for f in files:
+        keys += [k for k in f.machine if k not in keys]
+    diffs = [d for k in keys
+             if (d := _differences([(lb, f.machine.get(k)) for lb, f in zip(labels, files)], k))]
+    plugins: list[str] = []
+    for f in files:
+        plugins += [p for p in f.plugins if p not in plugins]
+    for p in plugins:
+        versions = [(lb, f.plugins[p].get("version")) if p in f.plugins else (lb, None)
+                    for lb, f in zip(labels, files)]
+        d = _differences(versions, f"{p} version")
+        if d:
+            diffs.append(d)
+    if len(files) > 1:
+        if diffs:
+            lines.append("differences:")
+            lines.extend(f"  {d}" for d in diffs)
+        else:
+            lines.append("same fingerprint and plugin versions on every machine")
+    return lines
+
+
+def markdown_legend(lines: Sequence[str]) -> list[str]:
+    """The legend as markdown: its headings bold, its entries a list."""
+    out: list[str] = []
+    for line in lines:
+        if line.startswith("  "):
+            out.append(f"- {_md(line.strip())}")
+        else:
+            out += ["", f"**{_md(line.rstrip(':'))}**", ""]
+    return out[1:] if out and out[0] == "" else out

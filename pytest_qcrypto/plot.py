@@ -1,0 +1,176 @@
+"""Plots of throughput against buffer size, for each table: PNG, SVG or one HTML page.
+
+One panel per table (algorithm and direction); in each, one line per row of
+the table (a plugin, or a machine and plugin in a joined report), the buffer
+size on a log-2 axis in bytes, the cell's unit on the other axis.  Rows of a
+baseline (a compared run) are drawn dashed in the colour of the same row.
+The HTML page is self-contained: the plots as inline SVG (glyphs drawn as
+paths, no fonts or scripts loaded) and the tables as text.
+
+matplotlib is an optional dependency: ``pip install 'pytest-qcrypto[plot]'``.
+It is imported only when a plot is written; :func:`check_path` says early, with
+that command, when it is missing.
+"""
+
+from __future__ import annotations
+
+import html
+import importlib.util
+import io
+import re
+from collections.abc import Sequence
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from pytest_qcrypto.render import PLOT_SUFFIXES, UNITS, Table
+from pytest_qcrypto.settings import SettingsError
+
+if TYPE_CHECKING:
+    from matplotlib.figure import Figure
+
+#: What to install when matplotlib is missing.
+INSTALL_HINT = "pip install 'pytest-qcrypto[plot]'"
+#: Inches per panel (width, height), and panels per row when there are more than two.
+PANEL_SIZE = (6.4, 3.6)
+COLUMNS = 2
+
+
+class PlotError(RuntimeError):
+    """A plot cannot be made (matplotlib missing, nothing to draw)."""
+
+
+def check_path(path: str) -> None:
+    """Raise :class:`SettingsError` unless ``path`` has a known suffix and matplotlib is there."""
+    suffix = Path(path).suffix.lower()
+    if suffix not in PLOT_SUFFIXES:
+        raise SettingsError(f"--qcrypto-plot: {path!r} must end in "
+                            f"{', '.join(PLOT_SUFFIXES[:-1])} or {PLOT_SUFFIXES[-1]}")
+    if importlib.util.find_spec("matplotlib") is None:
+        raise SettingsError(f"--qcrypto-plot needs matplotlib, which is not installed: "
+                            f"{INSTALL_HINT}")
+
+
+def _axis_label(unit: str) -> str:
+    if unit == "ns/op":
+        return "time per operation (ns/op)"
+    if unit == "ops/s":
+        return "operations per second (ops/s)"
+    return f"throughput ({UNITS[unit].label})"
+
+
+def _title(table: Table) -> str:
+    return table.algorithm + (", decrypt" if table.direction == "decrypt" else "")
+
+
+def _points(table: Table, row: str, unit: str) -> tuple[list[int], list[float]]:
+    """The measured sizes (bytes) of one row and their values in ``unit``."""
+    xs: list[int] = []
+    ys: list[float] = []
+    for size in table.sizes:
+        cell = table.cells.get((row, size))
+        if cell is not None and cell.measurement is not None:
+            xs.append(size)
+            ys.append(UNITS[unit].of(cell.measurement))
+    return xs, ys
+
+
+def gid(table: Table, row: str, baseline: bool = False) -> str:
+    """The id of a line in the SVG: ``qcrypto-sha256-digest-openssl`` (``-baseline``)."""
+    text = f"qcrypto-{table.algorithm}-{table.direction}-{row}" + ("-baseline" if baseline else "")
+    return re.sub(r"[^A-Za-z0-9_.-]", "_", text)
+
+
+def figure(tables: Sequence[Table], unit: str = "KiB/s",
+           baseline: Sequence[Table] = ()) -> Figure:
+    """A matplotlib figure (no pyplot state): one panel per table, one line per row.
+
+    Raises :class:`PlotError` when there is no table or matplotlib is missing.
+    """
+    if not tables:
+        raise PlotError("no results to plot")
+    try:
+        from matplotlib.figure import Figure
+        from matplotlib.ticker import NullLocator
+    except ImportError as exc:
+        raise PlotError(f"matplotlib is not installed ({exc}): {INSTALL_HINT}") from None
+
+    columns = 1 if len(tables) <= 2 else COLUMNS
+    rows = -(-len(tables) // columns)
+    fig = Figure(figsize=(PANEL_SIZE[0] * columns, PANEL_SIZE[1] * rows), layout="constrained")
+    axes = fig.subplots(rows, columns, squeeze=False).ravel()
+    base = {(t.algorithm, t.direction): t for t in baseline}
+    for ax, table in zip(axes, tables):
+        colours: dict[str, Any] = {}
+        for row in table.plugins:
+            xs, ys = _points(table, row, unit)
+            if xs:
+                (line,) = ax.plot(xs, ys, marker="o", label=row, gid=gid(table, row))
+                colours[row] = line.get_color()
+        old = base.get((table.algorithm, table.direction))
+        for row in old.plugins if old is not None else ():
+            xs, ys = _points(old, row, unit)
+            if xs:
+                ax.plot(xs, ys, linestyle="--", marker=".", color=colours.get(row),
+                        label=f"{row} (baseline)", gid=gid(table, row, baseline=True))
+        ax.set_xscale("log", base=2)
+        ax.set_xticks(list(table.sizes), [str(s) for s in table.sizes])
+        ax.xaxis.set_minor_locator(NullLocator())
+        if UNITS[unit].faster_is_higher and unit != "ops/s":
+            ax.set_ylim(bottom=0)
+        else:
+            ax.set_yscale("log")
+        ax.set_xlabel("buffer size (bytes)")
+        ax.set_ylabel(_axis_label(unit))
+        ax.set_title(_title(table))
+        ax.grid(True, which="major", alpha=0.3)
+        if ax.lines:
+            ax.legend(fontsize="small")
+        else:
+            ax.text(0.5, 0.5, "nothing measured", ha="center", va="center",
+                    transform=ax.transAxes)
+    for ax in axes[len(tables):]:
+        ax.set_visible(False)
+    return fig
+
+
+def svg_text(fig: Figure) -> str:
+    """The figure as an SVG document."""
+    buf = io.StringIO()
+    fig.savefig(buf, format="svg", metadata={"Date": None})
+    return buf.getvalue()
+
+
+def html_page(fig: Figure, title: str = "qcrypto speed", text: Sequence[str] = ()) -> str:
+    """A self-contained page: the figure as inline SVG, then ``text`` (the tables) preformatted."""
+    svg = svg_text(fig)
+    svg = svg[svg.index("<svg"):]  # drop the XML prolog and the DOCTYPE (it names a URL)
+    svg = re.sub(r"<metadata>.*?</metadata>\s*", "", svg, flags=re.S)
+    pre = f"<pre>{html.escape(chr(10).join(text))}</pre>\n" if text else ""
+    return ("<!DOCTYPE html>\n<html lang=\"en\">\n<head>\n<meta charset=\"utf-8\">\n"
+            f"<title>{html.escape(title)}</title>\n"
+            "<style>body{font-family:sans-serif;margin:1em}svg{max-width:100%;height:auto}"
+            "</style>\n</head>\n<body>\n"
+            f"<h1>{html.escape(title)}</h1>\n{svg}\n{pre}</body>\n</html>\n")
+
+
+def write(path: str | Path, tables: Sequence[Table], unit: str = "KiB/s",
+          baseline: Sequence[Table] = (), text: Sequence[str] = ()) -> Path:
+    """Plot ``tables`` to ``path`` (.png, .svg or .html, by its suffix); the path written.
+
+    Parent directories are created.  ``text`` lines are shown under the plots
+    of an HTML page.  Raises :class:`PlotError` (no matplotlib, nothing to
+    plot, unknown suffix) or ``OSError``.
+    """
+    path = Path(path)
+    suffix = path.suffix.lower()
+    if suffix not in PLOT_SUFFIXES:
+        raise PlotError(f"unknown plot suffix {suffix!r}: use {', '.join(PLOT_SUFFIXES)}")
+    fig = figure(tables, unit, baseline)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    if suffix == ".png":
+        fig.savefig(path, format="png", dpi=100)
+    elif suffix == ".svg":
+        path.write_text(svg_text(fig), encoding="utf-8")
+    else:
+        path.write_text(html_page(fig, text=text), encoding="utf-8")
+    return path
