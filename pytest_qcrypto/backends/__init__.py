@@ -150,8 +150,10 @@ def builtin_plugins() -> list[CryptoPlugin]:
     The default plugin (no ``--qcrypto-plugin`` given) is the first of these
     that is available: ``openssl``, ``hashlib``, ``pycryptodome``.
     """
+    from pytest_qcrypto.backends.afalg import AfalgPlugin
+    from pytest_qcrypto.backends.devcrypto import DevcryptoPlugin
     from pytest_qcrypto.backends.hashlib import HashlibPlugin
     from pytest_qcrypto.backends.openssl import OpenSSLPlugin
     from pytest_qcrypto.backends.pycryptodome import PyCryptodomePlugin
 
-    return [OpenSSLPlugin(), HashlibPlugin(), PyCryptodomePlugin()]
+    return [OpenSSLPlugin(), HashlibPlugin(), PyCryptodomePlugin(), AfalgPlugin(), DevcryptoPlugin()]
