@@ -1,0 +1,502 @@
+#!/usr/bin/env python3
+"""How accurate, stable and scalable pytest-qcrypto's figures are, with met / not-met verdicts.
+
+Run from the repository (the package installed, e.g. ``pip install -e .``)::
+
+    python benchmarks/accuracy.py                     # about 2 minutes; writes qcrypto-accuracy.json
+    python benchmarks/accuracy.py --json out.json     # elsewhere
+    python benchmarks/accuracy.py --quick             # a smoke run: fewer repeats, no verdict worth quoting
+
+Five parts, each interleaving the two sides it compares so that drift of a
+shared, noisy machine hits both alike:
+
+1. plugin / tight loop: the plugin's KiB/s (``BenchContext.measure``: checks,
+   calibration, median of the rounds) against a hand-written
+   ``for _ in repeat(None, n)`` loop over the same library calls with
+   everything pre-bound, timed by hand for the same count.  Median of the
+   per-pair ratios.  Target: >= 0.95 at 16 B, >= 0.98 at 32 KiB.
+2. plugin / ``openssl speed -elapsed -evp ALG -bytes S``, where the command
+   line links the same OpenSSL version as the plugin.  Target: >= 0.97 at
+   32 KiB for hashlib sha256.
+3. stability: one measurement repeated (fresh calibration each); min, median,
+   max and coefficient of variation.  Target: CV <= 3% at 16 B, <= 2% at 32 KiB.
+4. the default matrix (sha256, three plugins, seven sizes, default min-time and
+   rounds) as a user runs it: wall seconds of the whole pytest command.
+   Target: <= 15 s.
+5. scaling: ``--qcrypto-jobs 2`` / one job for hashlib sha256 at 32 KiB, with
+   the load average.  Expected 1.5x to 2.1x on two idle physical cores.
+
+The machine's state (load, governor, turbo) is recorded at the start and the
+end; a target missed on a busy machine says little about the harness.
+"""
+
+from __future__ import annotations
+
+import argparse
+import gc
+import json
+import os
+import platform
+import re
+import shutil
+import ssl
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+from datetime import datetime, timezone
+from itertools import cycle, islice, repeat
+from typing import Any
+
+from pytest_qcrypto import bench, machine
+from pytest_qcrypto.backends.hashlib import HashlibPlugin
+from pytest_qcrypto.backends.openssl import OpenSSLPlugin
+from pytest_qcrypto.harness import KIB
+from pytest_qcrypto.registry import Selection
+
+SMALL, LARGE = 16, 32768
+#: (size -> minimum ratio) per part
+LOOP_TARGET = {SMALL: 0.95, LARGE: 0.98}
+OPENSSL_TARGET = {LARGE: 0.97}
+CV_TARGET = {SMALL: 0.03, LARGE: 0.02}
+MATRIX_TARGET_S = 15.0
+SCALING_RANGE = (1.5, 2.1)
+
+Loop = Callable[[int], None]
+
+
+# -- the reference loops: written here, independent of the plugins' runners -------------------
+
+def loop_hashlib_sha256(size: int) -> Loop:
+    import hashlib
+
+    data, pristine = os.urandom(size), hashlib.sha256()
+
+    def loop(n: int, copy: Any = pristine.copy, data: bytes = data) -> None:
+        for _ in repeat(None, n):
+            h = copy()
+            h.update(data)
+            h.digest()
+
+    return loop
+
+
+def loop_pyca_sha256(size: int) -> Loop:
+    from cryptography.hazmat.primitives import hashes
+
+    data, pristine = os.urandom(size), hashes.Hash(hashes.SHA256())
+
+    def loop(n: int, copy: Any = pristine.copy, data: bytes = data) -> None:
+        for _ in repeat(None, n):
+            h = copy()
+            h.update(data)
+            h.finalize()
+
+    return loop
+
+
+def loop_pyca_aes_128_cbc(size: int) -> Loop:
+    from cryptography.hazmat.primitives.ciphers import Cipher, algorithms, modes
+
+    enc = Cipher(algorithms.AES(os.urandom(16)), modes.CBC(os.urandom(16))).encryptor()
+    data, out = os.urandom(size), bytearray(size + 16)
+
+    def loop(n: int, update_into: Any = enc.update_into, data: bytes = data,
+             out: bytearray = out) -> None:
+        for _ in repeat(None, n):
+            update_into(data, out)
+
+    return loop
+
+
+def loop_pyca_aes_256_gcm(size: int) -> Loop:
+    from cryptography.hazmat.primitives.ciphers.aead import AESGCM
+
+    aead = AESGCM(os.urandom(32))
+    data, out = os.urandom(size), bytearray(size + 16)
+    nonces = [os.urandom(12) for _ in range(1024)]  # a new nonce per message, as the plugin
+
+    def loop(n: int, encrypt_into: Any = aead.encrypt_into, data: bytes = data,
+             out: bytearray = out) -> None:
+        for nonce in islice(cycle(nonces), n):
+            encrypt_into(nonce, data, None, out)
+
+    return loop
+
+
+@dataclass(frozen=True)
+class Row:
+    plugin: str
+    algorithm: str
+    loop: Callable[[int], Loop]
+    openssl_alg: str
+
+    @property
+    def name(self) -> str:
+        return f"{self.plugin} {self.algorithm}"
+
+
+ROWS = (
+    Row("hashlib", "sha256", loop_hashlib_sha256, "sha256"),
+    Row("openssl", "sha256", loop_pyca_sha256, "sha256"),
+    Row("openssl", "aes-128-cbc", loop_pyca_aes_128_cbc, "aes-128-cbc"),
+    Row("openssl", "aes-256-gcm", loop_pyca_aes_256_gcm, "aes-256-gcm"),
+)
+PLUGINS = {"hashlib": HashlibPlugin, "openssl": OpenSSLPlugin}
+
+
+# -- helpers --------------------------------------------------------------------------------
+
+def open_row(row: Row) -> bench.BenchContext:
+    return bench.open_context(Selection(row.plugin, PLUGINS[row.plugin]()), row.algorithm)
+
+
+def time_loop(loop: Loop, count: int, size: int, rounds: int) -> float:
+    """KiB/s of the median of ``rounds`` hand-timed runs of ``count`` operations, GC off."""
+    walls = []
+    for _ in range(rounds):
+        gc.disable()
+        try:
+            t0 = time.perf_counter_ns()
+            loop(count)
+            t1 = time.perf_counter_ns()
+        finally:
+            gc.enable()
+        walls.append((t1 - t0) / 1e9)
+    return count * size / statistics.median(walls) / KIB
+
+
+def openssl_version_token(text: str) -> str | None:
+    """``OpenSSL 3.0.19`` from any version text."""
+    found = re.search(r"OpenSSL (\d+\.\d+\.\d+\w*)", text)
+    return f"OpenSSL {found.group(1)}" if found else None
+
+
+def cli_openssl() -> str | None:
+    """The OpenSSL library the ``openssl`` command links (``Library:`` part), or None."""
+    exe = shutil.which("openssl")
+    if exe is None:
+        return None
+    out = subprocess.run([exe, "version"], capture_output=True, text=True).stdout
+    library = out.split("Library:", 1)[-1]
+    return openssl_version_token(library)
+
+
+def plugin_openssl(plugin: str) -> str | None:
+    if plugin == "hashlib":
+        return openssl_version_token(ssl.OPENSSL_VERSION)
+    from cryptography.hazmat.backends.openssl import backend
+
+    return openssl_version_token(backend.openssl_version_text())
+
+
+def openssl_speed(alg: str, size: int, seconds: int) -> float:
+    """KiB/s of ``openssl speed -elapsed -evp ALG -bytes SIZE`` (its -mr figure is bytes/s)."""
+    out = subprocess.run(["openssl", "speed", "-elapsed", "-mr", "-seconds", str(seconds),
+                          "-evp", alg, "-bytes", str(size)],
+                         capture_output=True, text=True, check=True).stdout
+    for line in out.splitlines():
+        if line.startswith("+F:"):
+            return float(line.rsplit(":", 1)[1]) / KIB
+    raise RuntimeError(f"no +F line in openssl speed output: {out!r}")
+
+
+def load_now() -> list[float] | None:
+    try:
+        return [round(x, 2) for x in os.getloadavg()]
+    except OSError:
+        return None
+
+
+def fmt_load(load: Any) -> str:
+    return " ".join(f"{x:.2f}" for x in load) if load else "unknown"
+
+
+def verdict(ok: bool) -> str:
+    return "met" if ok else "NOT MET"
+
+
+def cpu_model() -> str:
+    try:
+        with open("/proc/cpuinfo") as f:
+            for line in f:
+                if line.startswith("model name"):
+                    return line.split(":", 1)[1].strip()
+    except OSError:
+        pass
+    return platform.processor() or platform.machine()
+
+
+# -- the five parts -------------------------------------------------------------------------
+
+def part_tight_loop(args: argparse.Namespace, say: Callable[[str], None]) -> list[dict[str, Any]]:
+    say(f"1. plugin / tight loop (median of {args.pairs} interleaved pairs; each side the "
+        "median of its rounds at the same count)")
+    say(f"{'row':<22}{'size':>7}{'plugin KiB/s':>16}{'loop KiB/s':>16}{'ratio':>8}"
+        f"{'target':>9}  verdict")
+    out = []
+    for row in ROWS:
+        with open_row(row) as ctx:
+            for size in (SMALL, LARGE):
+                loop = row.loop(size)
+                warm = ctx.measure(size, min_time=args.min_time)  # warms up, gives the count
+                pairs = []
+                for k in range(args.pairs):
+                    sides: dict[str, Any] = {}
+                    for side in (("plugin", "loop") if k % 2 == 0 else ("loop", "plugin")):
+                        if side == "plugin":
+                            m = ctx.measure(size, min_time=args.min_time)
+                            sides.update(plugin=m.kib_per_s, count=m.count,
+                                         rounds_s=list(m.rounds_s))
+                        else:
+                            sides["loop"] = time_loop(loop, sides.get("count", warm.count),
+                                                      size, 3)
+                    sides["ratio"] = sides["plugin"] / sides["loop"]
+                    pairs.append(sides)
+                ratio = statistics.median(p["ratio"] for p in pairs)
+                target = LOOP_TARGET[size]
+                rec = {"row": row.name, "size": size, "ratio": ratio, "target": target,
+                       "met": ratio >= target, "pairs": pairs,
+                       "plugin_kib_s": statistics.median(p["plugin"] for p in pairs),
+                       "loop_kib_s": statistics.median(p["loop"] for p in pairs)}
+                out.append(rec)
+                say(f"{row.name:<22}{size:>7}{rec['plugin_kib_s']:>16,.0f}"
+                    f"{rec['loop_kib_s']:>16,.0f}{ratio:>8.3f}{'>=' + str(target):>9}  "
+                    f"{verdict(rec['met'])}")
+    return out
+
+
+def part_openssl(args: argparse.Namespace, say: Callable[[str], None]) -> list[dict[str, Any]]:
+    cli = cli_openssl()
+    say(f"2. plugin / openssl speed -elapsed -evp ALG -bytes S ({args.openssl_seconds} s each, "
+        f"{args.openssl_pairs} interleaved pairs); command line: {cli or 'not found'}")
+    say(f"{'row':<22}{'size':>7}{'plugin KiB/s':>16}{'speed KiB/s':>16}{'ratio':>8}"
+        f"{'target':>9}  verdict")
+    out = []
+    for row in ROWS:
+        lib = plugin_openssl(row.plugin)
+        if cli is None or lib != cli:
+            out.append({"row": row.name, "skipped": f"plugin links {lib}, command line {cli}"})
+            say(f"{row.name:<22}  not comparable: the plugin links {lib}, the command line {cli}")
+            continue
+        with open_row(row) as ctx:
+            for size in (SMALL, LARGE):
+                pairs = []
+                for k in range(args.openssl_pairs):
+                    sides: dict[str, float] = {}
+                    for side in (("plugin", "speed") if k % 2 == 0 else ("speed", "plugin")):
+                        if side == "plugin":
+                            sides["plugin"] = ctx.measure(size, min_time=args.min_time).kib_per_s
+                        else:
+                            sides["speed"] = openssl_speed(row.openssl_alg, size,
+                                                           args.openssl_seconds)
+                    sides["ratio"] = sides["plugin"] / sides["speed"]
+                    pairs.append(sides)
+                ratio = statistics.median(p["ratio"] for p in pairs)
+                target = OPENSSL_TARGET.get(size) if row.plugin == "hashlib" else None
+                rec = {"row": row.name, "size": size, "openssl": cli, "ratio": ratio,
+                       "target": target, "met": None if target is None else ratio >= target,
+                       "pairs": pairs,
+                       "plugin_kib_s": statistics.median(p["plugin"] for p in pairs),
+                       "speed_kib_s": statistics.median(p["speed"] for p in pairs)}
+                out.append(rec)
+                note = ("  (AEAD: openssl speed re-keys per message)"
+                        if row.algorithm.endswith("gcm") else "")
+                say(f"{row.name:<22}{size:>7}{rec['plugin_kib_s']:>16,.0f}"
+                    f"{rec['speed_kib_s']:>16,.0f}{ratio:>8.3f}"
+                    f"{('>=' + str(target)) if target else 'info':>9}  "
+                    f"{verdict(rec['met']) if target else '-'}{note}")
+    return out
+
+
+def part_stability(args: argparse.Namespace, say: Callable[[str], None]) -> list[dict[str, Any]]:
+    rows = [r for r in ROWS if r.algorithm == "sha256"]
+    say(f"3. stability: {args.repeats} measurements each (fresh calibration each, rows "
+        "interleaved), KiB/s")
+    say(f"{'row':<22}{'size':>7}{'min':>14}{'median':>14}{'max':>14}{'CV':>8}{'target':>9}"
+        "  verdict")
+    contexts = [open_row(r) for r in rows]
+    try:
+        figures: dict[tuple[int, int], list[float]] = {}
+        spreads: dict[tuple[int, int], list[float]] = {}
+        for _ in range(args.repeats):
+            for i, ctx in enumerate(contexts):
+                for size in (SMALL, LARGE):
+                    m = ctx.measure(size, min_time=args.min_time)
+                    figures.setdefault((i, size), []).append(m.kib_per_s)
+                    spreads.setdefault((i, size), []).append(m.spread)
+    finally:
+        for ctx in contexts:
+            ctx.close()
+    out = []
+    for (i, size), xs in figures.items():
+        cv = statistics.stdev(xs) / statistics.mean(xs) if len(xs) > 1 else 0.0
+        target = CV_TARGET[size]
+        rec = {"row": rows[i].name, "size": size, "kib_s": xs, "min": min(xs),
+               "median": statistics.median(xs), "max": max(xs), "cv": cv, "target": target,
+               "met": cv <= target, "round_spreads": spreads[(i, size)]}
+        out.append(rec)
+        say(f"{rec['row']:<22}{size:>7}{rec['min']:>14,.0f}{rec['median']:>14,.0f}"
+            f"{rec['max']:>14,.0f}{cv * 100:>7.2f}%{'<=' + format(target, '.0%'):>9}  "
+            f"{verdict(rec['met'])}")
+    return out
+
+
+def part_matrix(args: argparse.Namespace, say: Callable[[str], None]) -> dict[str, Any]:
+    cmd = [sys.executable, "-m", "pytest", "-p", "no:cacheprovider", "-q",
+           "--qcrypto-digest", "sha256", "--qcrypto-plugin", "openssl",
+           "--qcrypto-plugin", "hashlib", "--qcrypto-plugin", "pycryptodome"]
+    with tempfile.TemporaryDirectory() as empty:  # no tests, no conftest: only the matrix
+        t0 = time.perf_counter()
+        done = subprocess.run(cmd, cwd=empty, capture_output=True, text=True)
+        wall = time.perf_counter() - t0
+    rec = {"command": " ".join(["pytest", *cmd[5:]]), "wall_s": wall, "exit_code": done.returncode,
+           "target_s": MATRIX_TARGET_S, "met": done.returncode == 0 and wall <= MATRIX_TARGET_S}
+    say("4. default matrix: " + rec["command"])
+    say(f"   wall {wall:.2f} s (exit code {done.returncode}), target <= {MATRIX_TARGET_S:.0f} s"
+        f"  {verdict(rec['met'])}")
+    if done.returncode:
+        say("   " + (done.stdout + done.stderr).strip().splitlines()[-1])
+    return rec
+
+
+def part_scaling(args: argparse.Namespace, say: Callable[[str], None]) -> dict[str, Any]:
+    row = ROWS[0]
+    load_before = load_now()
+    pairs = []
+    with open_row(row) as ctx:
+        ctx.measure(LARGE, min_time=args.min_time)
+        for k in range(args.pairs):
+            sides: dict[str, Any] = {}
+            for jobs in ((1, 2) if k % 2 == 0 else (2, 1)):
+                m = ctx.measure(LARGE, min_time=args.min_time, jobs=jobs)
+                sides[f"jobs{jobs}"] = m.kib_per_s
+                if jobs == 2:
+                    sides["workers"] = m.extra["workers"]
+                    sides["cpu_share"] = m.median_cpu_s / (2 * m.median_s)
+            sides["ratio"] = sides["jobs2"] / sides["jobs1"]
+            pairs.append(sides)
+    ratio = statistics.median(p["ratio"] for p in pairs)
+    low, high = SCALING_RANGE
+    rec = {"row": row.name, "size": LARGE, "ratio": ratio, "range": [low, high],
+           "met": low <= ratio <= high, "pairs": pairs, "load_before": load_before,
+           "load_after": load_now(), "cpus": machine.capture().cpus,
+           "one_job_kib_s": statistics.median(p["jobs1"] for p in pairs),
+           "two_jobs_kib_s": statistics.median(p["jobs2"] for p in pairs),
+           "two_jobs_cpu_share": statistics.median(p["cpu_share"] for p in pairs)}
+    say(f"5. scaling: {row.name} at {LARGE} B, --qcrypto-jobs 2 / 1 job "
+        f"(median of {args.pairs} interleaved pairs; load average {fmt_load(load_before)} -> "
+        f"{fmt_load(rec['load_after'])})")
+    say(f"   1 job {rec['one_job_kib_s']:,.0f} KiB/s, 2 jobs {rec['two_jobs_kib_s']:,.0f} KiB/s "
+        f"(workers on CPU {rec['two_jobs_cpu_share']:.0%} of the window): {ratio:.2f}x, expected "
+        f"{low}x to {high}x on two idle physical cores  {verdict(rec['met'])}")
+    return rec
+
+
+def main(argv: list[str] | None = None) -> int:
+    p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0],
+                                formatter_class=argparse.RawDescriptionHelpFormatter)
+    p.add_argument("--json", default="qcrypto-accuracy.json", metavar="PATH",
+                   help="write the figures here as JSON (default: %(default)s; '-' for none)")
+    p.add_argument("--pairs", type=int, default=5, help="interleaved pairs per ratio (default 5)")
+    p.add_argument("--repeats", type=int, default=10,
+                   help="measurements per stability row (default 10)")
+    p.add_argument("--openssl-pairs", type=int, default=3)
+    p.add_argument("--openssl-seconds", type=int, default=1)
+    p.add_argument("--min-time", type=float, default=0.1,
+                   help="the plugin's min-time, seconds (default 0.1, the plugin's default)")
+    p.add_argument("--skip", action="append", default=[], metavar="PART",
+                   choices=["loop", "openssl", "stability", "matrix", "scaling"],
+                   help="leave a part out (repeatable)")
+    p.add_argument("--quick", action="store_true",
+                   help="a smoke run: 1 pair, 2 repeats, min-time 0.01 s, no matrix")
+    args = p.parse_args(argv)
+    if args.quick:
+        args.pairs, args.repeats, args.openssl_pairs, args.min_time = 1, 2, 1, 0.01
+        args.skip = [*args.skip, "matrix"]
+
+    lines: list[str] = []
+
+    def say(line: str) -> None:
+        print(line, flush=True)
+        lines.append(line)
+
+    start_state = machine.capture()
+    import cryptography
+
+    result: dict[str, Any] = {
+        "schema": "pytest-qcrypto accuracy 1",
+        "started": datetime.now(timezone.utc).isoformat(timespec="seconds"),
+        "host": {"cpu": cpu_model(), "platform": platform.platform(),
+                 "python": platform.python_version(), "hashlib_openssl": ssl.OPENSSL_VERSION,
+                 "cryptography": cryptography.__version__,
+                 "pyca_openssl": plugin_openssl("openssl"), "openssl_cli": cli_openssl()},
+        "machine_start": start_state.as_dict(),
+        "settings": {k: v for k, v in vars(args).items() if k != "json"},
+    }
+    say(f"pytest-qcrypto accuracy benchmark, {result['started']}")
+    say(f"host: {result['host']['cpu']}, {start_state.cpus} CPUs, Python "
+        f"{result['host']['python']}; hashlib {result['host']['hashlib_openssl']}; cryptography "
+        f"{cryptography.__version__} ({result['host']['pyca_openssl']}); openssl command line "
+        f"{result['host']['openssl_cli']}")
+    say(f"machine at start: load average {fmt_load(start_state.load)}, governor "
+        f"{start_state.governors or 'not exposed'}, turbo "
+        f"{'not exposed' if start_state.turbo is None else start_state.turbo}")
+    for warning in machine.state_warnings(start_state):
+        say(f"WARNING: {warning}")
+    parts = (("loop", "tight_loop", part_tight_loop), ("openssl", "openssl_speed", part_openssl),
+             ("stability", "stability", part_stability), ("matrix", "matrix", part_matrix),
+             ("scaling", "scaling", part_scaling))
+    for short, key, part in parts:
+        if short in args.skip:
+            continue
+        say("")
+        result[key] = part(args, say)
+    end_state = machine.capture()
+    result["machine_end"] = end_state.as_dict()
+    say("")
+    say(f"machine at end: load average {fmt_load(end_state.load)}")
+    verdicts = summary(result)
+    result["verdicts"] = verdicts
+    say(f"verdicts: {sum(v['met'] for v in verdicts)} of {len(verdicts)} targets met")
+    for v in verdicts:
+        say(f"  {verdict(v['met']):<8} {v['what']}")
+    result["text"] = lines
+    if args.json != "-":
+        with open(args.json, "w") as f:
+            json.dump(result, f, indent=1)
+            f.write("\n")
+        print(f"wrote {args.json}")
+    return 0 if all(v["met"] for v in verdicts) else 1
+
+
+def summary(result: dict[str, Any]) -> list[dict[str, Any]]:
+    """One verdict per target: what, and whether it was met."""
+    out = []
+    for r in result.get("tight_loop", []):
+        out.append({"what": f"plugin / tight loop >= {r['target']} for {r['row']} at {r['size']} B "
+                            f"({r['ratio']:.3f})", "met": r["met"]})
+    for r in result.get("openssl_speed", []):
+        if r.get("target"):
+            out.append({"what": f"plugin / openssl speed >= {r['target']} for {r['row']} at "
+                                f"{r['size']} B ({r['ratio']:.3f})", "met": r["met"]})
+    for r in result.get("stability", []):
+        out.append({"what": f"CV <= {r['target']:.0%} for {r['row']} at {r['size']} B "
+                            f"({r['cv']:.2%})", "met": r["met"]})
+    if "matrix" in result:
+        r = result["matrix"]
+        out.append({"what": f"default matrix <= {r['target_s']:.0f} s ({r['wall_s']:.2f} s)",
+                    "met": r["met"]})
+    if "scaling" in result:
+        r = result["scaling"]
+        out.append({"what": f"2 jobs / 1 job in {r['range'][0]}x..{r['range'][1]}x "
+                            f"({r['ratio']:.2f}x, load average {fmt_load(r['load_before'])})",
+                    "met": r["met"]})
+    return out
+
+
+if __name__ == "__main__":
+    sys.exit(main())
