@@ -16,9 +16,10 @@ from __future__ import annotations
 import os
 import random
 from dataclasses import dataclass
+from functools import partial
 from types import TracebackType
 
-from pytest_qcrypto import catalog, harness, jobs as multi, kat
+from pytest_qcrypto import catalog, harness, jobs as multi, kat, timeout as limits
 from pytest_qcrypto.backends import Context, Unsupported, Workload
 from pytest_qcrypto.catalog import Algorithm
 from pytest_qcrypto.harness import Measurement
@@ -85,6 +86,9 @@ class BenchContext:
         self.context = ctx
         self.rng = rng
         self.checked = False
+        #: set when a measurement timed out in this process: the plugin was interrupted
+        #: mid-call (or is stuck), so the context is never used again, only closed
+        self.abandoned = False
 
     def check(self) -> None:
         """Run the known-answer vectors of this algorithm on this plugin (once).
@@ -118,7 +122,8 @@ class BenchContext:
         return Workload(data, iv=iv, decrypt=decrypt, ciphertext=sealed)
 
     def measure(self, size: int, *, decrypt: bool = False, min_time: float = 0.1,
-                rounds: int = 3, jobs: int = 1) -> Measurement:
+                rounds: int = 3, jobs: int = 1, timeout: float | None = None,
+                isolate: bool = False) -> Measurement:
         """Time ``size``-byte operations (bytes; ``min_time`` in seconds).
 
         Checks the known-answer vectors (once) and the decrypt round trip of
@@ -128,7 +133,27 @@ class BenchContext:
         (:mod:`pytest_qcrypto.jobs`): ``count`` is then the operations of all
         of them, each round the common window, and ``extra`` holds ``jobs``
         and the per-worker figures; ``JobsError`` when a worker fails.
+
+        ``timeout`` (seconds, None: no limit) bounds the whole call, known
+        answers included: past it, raises ``MeasurementTimeout`` and, when
+        measured in this process, marks the context :attr:`abandoned`.
+        ``isolate`` measures in a child process instead (see
+        :mod:`pytest_qcrypto.timeout` for what each can stop).
         """
+        if self.abandoned:
+            raise RuntimeError(f"{self.selection.typed} {self.algorithm.name}: this context was "
+                               "abandoned after a timeout; open a new one")
+        body = partial(self._measure, size, decrypt, min_time, rounds, jobs)
+        if isolate:
+            return limits.run_isolated(body, timeout)
+        try:
+            return limits.call_with_deadline(body, timeout)
+        except limits.MeasurementTimeout:
+            self.abandoned = True
+            raise
+
+    def _measure(self, size: int, decrypt: bool, min_time: float, rounds: int,
+                 jobs: int) -> Measurement:
         self.check()
         work = self.workload(size, decrypt)
         kat.check_round_trip(self.selection.typed, self.algorithm, self.context, work)
@@ -148,7 +173,14 @@ class BenchContext:
             driver=self.context.driver, hardware=self.context.hardware, extra=extra)
 
     def close(self) -> None:
-        self.context.close()
+        """Close the context; one abandoned after a timeout gets a short deadline, errors ignored."""
+        if not self.abandoned:
+            self.context.close()
+            return
+        try:
+            limits.call_with_deadline(self.context.close, limits.CLOSE_TIMEOUT)
+        except (Exception, limits.MeasurementTimeout):
+            pass  # the measurement already failed; a wedged session cannot be helped here
 
     def __enter__(self) -> BenchContext:
         return self

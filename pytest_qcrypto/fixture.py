@@ -3,19 +3,22 @@
 They wrap :mod:`pytest_qcrypto.bench` with pytest's verdicts: a plugin that
 cannot run, or lacks the algorithm, skips the test with the reason; a wrong
 known answer or a plugin error fails it with a one-line message naming plugin,
-algorithm and what went wrong.  Every measurement is recorded into the run's
-summary table.
+algorithm and what went wrong.  A measurement (or opening a context) that
+takes longer than ``--qcrypto-timeout`` fails with ``timed out after N s in
+PLUGIN ALGORITHM at SIZE bytes`` (:mod:`pytest_qcrypto.timeout`).  Every
+measurement is recorded into the run's summary table.
 """
 
 from __future__ import annotations
 
 import errno
+import traceback
 from collections.abc import Callable
 from typing import NoReturn
 
 import pytest
 
-from pytest_qcrypto import bench
+from pytest_qcrypto import bench, timeout as limits
 from pytest_qcrypto.backends import AuthenticationError, Unavailable, Unsupported
 from pytest_qcrypto.bench import BenchContext, Randomness
 from pytest_qcrypto.harness import Measurement, TimerError
@@ -27,6 +30,13 @@ from pytest_qcrypto.registry import Registry, RegistryError
 def _errno_text(exc: OSError) -> str:
     name = errno.errorcode.get(exc.errno or 0, "")
     return f"[{name or exc.errno}] {exc.strerror or exc}" if exc.errno else str(exc)
+
+
+def _plugin_error(exc: BaseException) -> str:
+    """``Type: message (file:line in function)``, the innermost frame of the traceback."""
+    frames = traceback.extract_tb(exc.__traceback__)
+    where = f" ({frames[-1].filename}:{frames[-1].lineno} in {frames[-1].name})" if frames else ""
+    return f"{type(exc).__name__}: {exc}{where}"
 
 
 #: Called with each new measurement and a callable that measures the same cell again
@@ -47,12 +57,14 @@ class MeasuredContext:
     """An open context as tests see it: :meth:`measure` times it and records the figure."""
 
     def __init__(self, ctx: BenchContext, record: Recorder, min_time: float, rounds: int,
-                 jobs: int = 1) -> None:
+                 jobs: int = 1, timeout: float | None = None, isolate: bool = False) -> None:
         self.bench = ctx
         self._record = record
         self.min_time = min_time
         self.rounds = rounds
         self.jobs = jobs
+        self.timeout = timeout
+        self.isolate = isolate
 
     @property
     def algorithm(self) -> str:
@@ -85,9 +97,13 @@ class MeasuredContext:
 
     def _measure(self, size: int, decrypt: bool, min_time: float, rounds: int) -> Measurement:
         who = f"{self.plugin} {self.algorithm}"
+        if self.bench.abandoned:
+            fail(f"{who} at {size} bytes: not measured, the context was abandoned after a timeout")
         try:
             return self.bench.measure(size, decrypt=decrypt, min_time=min_time, rounds=rounds,
-                                      jobs=self.jobs)
+                                      jobs=self.jobs, timeout=self.timeout, isolate=self.isolate)
+        except limits.MeasurementTimeout as exc:
+            fail(f"timed out after {exc.seconds:g} s in {who} at {size} bytes")
         except KnownAnswerError as exc:
             fail(str(exc))
         except Unsupported as exc:
@@ -99,6 +115,10 @@ class MeasuredContext:
         except OSError as exc:
             driver = f" (driver {self.driver})" if self.driver else ""
             fail(f"{who}{driver} at {size} bytes failed: {_errno_text(exc)}")
+        except limits.IsolatedError as exc:
+            fail(f"{who} at {size} bytes: {exc}")
+        except Exception as exc:  # the plugin broke mid-measurement: this item fails, others run
+            fail(f"{who} at {size} bytes failed: {_plugin_error(exc)}")
 
     def close(self) -> None:
         self.bench.close()
@@ -123,12 +143,14 @@ class QcryptoFixture:
     """
 
     def __init__(self, registry: Callable[[], Registry], record: Recorder, min_time: float, rounds: int, rng: Randomness,
-                 jobs: int = 1) -> None:
+                 jobs: int = 1, timeout: float | None = None, isolate: bool = False) -> None:
         self._registry = registry
         self._record = record
         self.min_time = min_time
         self.rounds = rounds
         self.jobs = jobs
+        self.timeout = timeout
+        self.isolate = isolate
         self._rng = rng
         self._open: list[MeasuredContext] = []
 
@@ -151,16 +173,31 @@ class QcryptoFixture:
             pytest.skip(f"{plugin}: unavailable: {why}" if why
                         else f"{plugin} does not support {alg.name}")
         try:
-            ctx = bench.open_context(selection, alg, self._rng)
+            ctx = limits.call_with_deadline(
+                lambda: bench.open_context(selection, alg, self._rng), self.timeout)
+        except limits.MeasurementTimeout as exc:
+            fail(f"timed out after {exc.seconds:g} s in {plugin} {alg.name} opening a context")
         except (Unavailable, Unsupported) as exc:
             pytest.skip(f"{plugin} {alg.name}: {exc}")
         except OSError as exc:
             pytest.skip(f"{plugin} {alg.name}: cannot open a context: {_errno_text(exc)}")
-        measured = MeasuredContext(ctx, self._record, self.min_time, self.rounds, self.jobs)
+        except Exception as exc:  # a plugin bug: fail this item with it, the run goes on
+            fail(f"{plugin} {alg.name}: cannot open a context: {_plugin_error(exc)}")
+        measured = MeasuredContext(ctx, self._record, self.min_time, self.rounds, self.jobs,
+                                   self.timeout, self.isolate)
         self._open.append(measured)
         return measured
 
     def close(self) -> None:
-        """Close every context this fixture opened (teardown)."""
+        """Close every context this fixture opened (teardown), also when one fails to close.
+
+        The first error is raised once all are closed.
+        """
+        first: BaseException | None = None
         while self._open:
-            self._open.pop().close()
+            try:
+                self._open.pop().close()
+            except Exception as exc:
+                first = first or exc
+        if first is not None:
+            raise first
