@@ -117,7 +117,8 @@ def figure(tables: Sequence[Table], unit: str = "KiB/s",
         ax.xaxis.set_minor_locator(NullLocator())
         if UNITS[unit].faster_is_higher and unit != "ops/s":
             ax.set_ylim(bottom=0)
-        else:
+            ax.ticklabel_format(axis="y", style="plain", useOffset=False)
+        else:  # per-operation figures span decades across sizes
             ax.set_yscale("log")
         ax.set_xlabel("buffer size (bytes)")
         ax.set_ylabel(_axis_label(unit))

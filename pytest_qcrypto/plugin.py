@@ -66,9 +66,16 @@ def pytest_addoption(parser: pytest.Parser) -> None:
     parser.addini("qcrypto_min_time", default=None, help="default --qcrypto-min-time, seconds.")
     parser.addini("qcrypto_rounds", default=None, help="default --qcrypto-rounds.")
     gate.add_options(group, parser)
+    from pytest_qcrypto.render import add_options as add_output_options
+
+    add_output_options(group)  # --qcrypto-unit, -format, -plot, -bare
 
 
 def pytest_cmdline_main(config: pytest.Config) -> int | None:
+    if config.getoption("qcrypto_bare"):  # before configure: moves pytest's output to stderr
+        from pytest_qcrypto.cli import StderrTerminal
+
+        config.pluginmanager.register(StderrTerminal(), "qcrypto-stderr-terminal")
     if config.getoption("qcrypto_list"):
         run = QcryptoRun(config)
         try:
@@ -185,6 +192,13 @@ class QcryptoRun:
         return Registry([*builtin_plugins(), *extra])
 
     @cached_property
+    def output(self) -> Any:
+        """The checked ``--qcrypto-unit``, ``-format``, ``-plot`` and ``-bare`` (render.Output)."""
+        from pytest_qcrypto.render import output_of
+
+        return output_of(self.config.getoption)
+
+    @cached_property
     def rng(self) -> Randomness:
         return Randomness(self.settings.seed)
 
@@ -212,14 +226,25 @@ class QcryptoRun:
         if self.requested or self.config.getoption("qcrypto_plugin"):
             _ = self.selections
         self.gate.check()
+        _ = self.output
 
     # -- collection --------------------------------------------------------------
 
     def cases(self) -> Iterator[Case]:
         """The speed matrix, in table order: algorithm, then plugin, then size."""
         s = self.settings
-        for alg, sel, size in product(s.algorithms, self.selections, s.sizes):
+        for alg, sel, size in product(self.matrix_algorithms(), self.selections, s.sizes):
             yield Case(alg.name, sel.typed, size, s.decrypt and alg.kind != catalog.DIGEST)
+
+    def matrix_algorithms(self) -> list[Algorithm]:
+        """The algorithms as named; of ``all``, only those a chosen plugin supports."""
+        opt = self.config.getoption
+        typed = settings.split_list(opt("qcrypto_digest") + opt("qcrypto_cipher"))
+        if settings.ALL not in (t.lower() for t in typed):
+            return list(self.settings.algorithms)
+        named = {a.name for a in map(catalog.lookup, typed) if a is not None}
+        supported = set().union(*(self.registry.supported(s.plugin) for s in self.selections))
+        return [a for a in self.settings.algorithms if a.name in named | supported]
 
     @pytest.hookimpl(wrapper=True)
     def pytest_make_collect_report(self, collector: pytest.Collector) -> Generator[None, Any, Any]:
@@ -331,15 +356,14 @@ class QcryptoRun:
         gate_lines = self.gate.summary_lines()
         if not self.cells and not gate_lines:
             return
-        from pytest_qcrypto.render import report
+        from pytest_qcrypto.render import baseline_tables, write_summary
 
-        terminalreporter.write_sep("=", "qcrypto speed")
         verbose = self.config.getoption("verbose") > 0
-        for i, table in enumerate(self.tables()):
-            # each table, then its change against the baseline (compare mode)
-            lines = report([table], verbose) + self.gate.table_lines(table)
-            for line in ([""] if i else []) + lines:
-                terminalreporter.write_line(line)
+        # the tables in the chosen format, each with its change against the baseline;
+        # also the step summary and the plot
+        write_summary(terminalreporter, self.tables(), self.output, verbose,
+                      after_table=self.gate.table_lines,
+                      baseline=baseline_tables(self.gate.baseline))
         for line in ([""] if self.cells and gate_lines else []) + gate_lines:
             terminalreporter.write_line(line)
 

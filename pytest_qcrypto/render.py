@@ -225,7 +225,7 @@ def openssl_lines(tables: Sequence[Table]) -> list[str]:
     label left-aligned in 13 columns (wider when a label needs it), each cell
     `` %11.2fk``.  Rows are labelled by algorithm (``-decrypt`` appended for
     decryption), with ``[plugin]`` when the tables hold more than one plugin.
-    Marker notes follow each run of tables.
+    Marker notes, naming rows by these labels, follow each run of tables.
     """
     with_plugin = len({p for t in tables for p in t.plugins}) > 1
     lines = [OPENSSL_SENTENCE]
@@ -237,8 +237,11 @@ def openssl_lines(tables: Sequence[Table]) -> list[str]:
         for label, t, p in rows:
             lines.append(label.ljust(label_w)
                          + "".join(_openssl_cell(t.cells.get((p, s))) for s in sizes))
-        for t in block:
-            lines.extend(notes(t))
+        for t in block:  # the notes name rows by their labels here
+            labels = {p: _openssl_label(t, p, with_plugin) for p in t.plugins}
+            lines.extend(notes(Table(t.algorithm, t.kind, t.direction, tuple(labels.values()),
+                                     t.sizes, {(labels[p], s): c for (p, s), c in t.cells.items()
+                                               if p in labels})))
     return lines
 
 
@@ -382,26 +385,39 @@ def output_of(getoption: Callable[[str], Any]) -> Output:
 
 
 def write_summary(terminal: Any, tables: Sequence[Table], output: Output, verbose: bool,
+                  after_table: Callable[[Table], list[str]] | None = None,
                   baseline: Sequence[Table] = (), title: str = "qcrypto speed",
                   stdout: Any = None) -> None:
     """Show the tables at the end of a run, and write the step summary and the plot.
 
     ``terminal`` is pytest's terminal reporter (``write_sep``, ``write_line``).
-    With ``output.bare`` the lines go to ``stdout`` (default ``sys.stdout``)
-    without a separator.  When ``$GITHUB_STEP_SUMMARY`` names a file, the
-    markdown tables are appended to it.  ``baseline`` tables (from a compared
-    run) are drawn dashed in the plot.  A file that cannot be written is
-    reported on the terminal, not raised.
+    ``after_table(table)`` gives lines shown under a table in the qcrypto
+    format (the gate's changes against a baseline); in the other formats they
+    follow all tables on the terminal.  With ``output.bare`` the formatted
+    lines go to ``stdout`` (default ``sys.stdout``) without a separator, and
+    only they do.  When ``$GITHUB_STEP_SUMMARY`` names a file, the markdown
+    tables are appended to it.  ``baseline`` tables (of a compared run) are
+    drawn dashed in the plot.  A file that cannot be written is reported on
+    the terminal, not raised.
     """
-    lines = format_lines(tables, output.format, output.unit, verbose)
+    under = after_table or (lambda table: [])
+    side: list[str] = []
+    if output.format == "qcrypto":
+        lines: list[str] = []
+        for i, table in enumerate(tables):
+            lines += ([""] if i else []) + report([table], verbose, output.unit) + under(table)
+    else:
+        lines = format_lines(tables, output.format, output.unit, verbose)
+        side = [line for table in tables for line in under(table)]
     if output.bare:
         out = stdout or sys.stdout
         out.write("".join(f"{line}\n" for line in lines))
         out.flush()
     else:
         terminal.write_sep("=", title)
-        for line in lines:
-            terminal.write_line(line)
+        side = lines + ([""] if lines and side else []) + side
+    for line in side:
+        terminal.write_line(line)
     for problem in write_files(tables, output, baseline):
         terminal.write_line(f"ERROR: {problem}", red=True)
 
@@ -458,39 +474,55 @@ def machine_labels(names: Sequence[str]) -> list[str]:
     return labels
 
 
-def joined_tables(files: Sequence[Any], names: Sequence[str]) -> tuple[list[Table], list[str]]:
-    """Saved results files (``results.ResultsFile``) joined: tables and their legend.
+def saved_tables(rows: Iterable[tuple[str, Any]],
+                 machines: Mapping[str, str] | None = None) -> list[Table]:
+    """Tables of saved results (``results.Result``), each given with its row label.
 
-    One table per (algorithm, direction), in first-seen order; a row per
-    machine and plugin, labelled ``MACHINE/PLUGIN`` where MACHINE is the file's
-    label from :func:`machine_labels`; the sizes are all the sizes measured.
-    The legend names each machine's file and fingerprint and every field in
-    which the fingerprints, or the plugins' versions, differ.
+    One table per (algorithm, direction) in first-seen order, rows in
+    first-seen order, the sizes all those measured.  ``machines`` maps row
+    labels to machines (joined reports).
     """
     from pytest_qcrypto import catalog
 
-    labels = machine_labels(names)
     grouped: dict[tuple[str, str], dict[tuple[str, int], Cell]] = {}
-    rows: dict[tuple[str, str], list[str]] = {}
-    machines: dict[str, str] = {}
-    for label, f in zip(labels, files):
-        for r in f.results:
-            row = f"{label}/{r.plugin}"
-            key = (r.algorithm, r.direction)
-            grouped.setdefault(key, {})[(row, r.size)] = Cell(_measurement(r))
-            if row not in rows.setdefault(key, []):
-                rows[key].append(row)
-            machines[row] = label
+    order: dict[tuple[str, str], list[str]] = {}
+    for row, r in rows:
+        key = (r.algorithm, r.direction)
+        grouped.setdefault(key, {})[(row, r.size)] = Cell(_measurement(r))
+        if row not in order.setdefault(key, []):
+            order[key].append(row)
     tables = []
     for (name, direction), cells in grouped.items():
         alg = catalog.lookup(name)
-        kind = alg.table_kind if alg is not None else ("digest" if direction == "digest"
-                                                       else "cipher")
-        sizes = tuple(sorted({s for _, s in cells}))
-        row_labels = tuple(rows[(name, direction)])
-        tables.append(Table(alg.name if alg else name, kind, direction, row_labels, sizes,
-                            cells, {r: machines[r] for r in row_labels}))
-    return tables, legend(files, labels)
+        kind = alg.table_kind if alg is not None else (
+            "digest" if direction == "digest" else "cipher")
+        labels = tuple(order[(name, direction)])
+        tables.append(Table(alg.name if alg else name, kind, direction, labels,
+                            tuple(sorted({s for _, s in cells})), cells,
+                            {r: machines[r] for r in labels if r in machines} if machines else {}))
+    return tables
+
+
+def baseline_tables(baseline: Any) -> list[Table]:
+    """The tables of a baseline ``results.ResultsFile`` (rows: plugins as typed); [] for None."""
+    if baseline is None:
+        return []
+    return saved_tables((r.plugin, r) for r in baseline.results)
+
+
+def joined_tables(files: Sequence[Any], names: Sequence[str]) -> tuple[list[Table], list[str]]:
+    """Saved results files (``results.ResultsFile``) joined: tables and their legend.
+
+    One table per (algorithm, direction); a row per machine and plugin,
+    labelled ``MACHINE/PLUGIN`` where MACHINE is the file's label from
+    :func:`machine_labels`.  The legend names each machine's file and
+    fingerprint and every field in which the fingerprints, or the plugins'
+    versions, differ.
+    """
+    labels = machine_labels(names)
+    rows = [(f"{label}/{r.plugin}", r) for label, f in zip(labels, files) for r in f.results]
+    machines = {f"{label}/{r.plugin}": label for label, f in zip(labels, files) for r in f.results}
+    return saved_tables(rows, machines), legend(files, labels)
 
 
 def _describe_machine(m: Mapping[str, Any]) -> str:

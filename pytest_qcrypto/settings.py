@@ -22,6 +22,9 @@ MAX_PLUGINS = 10
 MAX_SIZE = 256 * 1024 * 1024
 DEFAULT_MIN_TIME = 0.1
 DEFAULT_ROUNDS = 3
+#: The algorithm name that means every algorithm of the option's kinds (openssl speed
+#: without an algorithm); the matrix keeps those a chosen plugin supports.
+ALL = "all"
 
 
 class SettingsError(ValueError):
@@ -76,11 +79,17 @@ def parse_rounds(text: object, option: str = "--qcrypto-rounds") -> int:
 
 def parse_algorithms(values: Iterable[str] | None, kinds: tuple[str, ...],
                      option: str) -> list[Algorithm]:
-    """Catalog algorithms of the given kinds, in the order given, without repeats."""
+    """Catalog algorithms of the given kinds, in the order given, without repeats.
+
+    The name :data:`ALL` stands for every algorithm of the kinds, in catalog order.
+    """
     found: list[Algorithm] = []
     word = {(catalog.DIGEST,): "digest", (catalog.CIPHER, catalog.AEAD): "cipher"}.get(
         kinds, "algorithm")
     for name in split_list(values):
+        if name.lower() == ALL:
+            found += [a for a in catalog.ALGORITHMS if a.kind in kinds and a not in found]
+            continue
         alg = catalog.lookup(name)
         if alg is None or alg.kind not in kinds:
             if alg is not None:
@@ -91,7 +100,7 @@ def parse_algorithms(values: Iterable[str] | None, kinds: tuple[str, ...],
                 hint = f"; did you mean {', '.join(close)}?" if close else ""
             valid = ", ".join(n for k in kinds for n in catalog.names(k))
             raise SettingsError(f"{option}: unknown {word} {name!r}{hint} "
-                                f"Valid {word}s: {valid} (see pytest --qcrypto-list)")
+                                f"Valid {word}s: {valid}, or {ALL} (see pytest --qcrypto-list)")
         if alg not in found:
             found.append(alg)
     return found

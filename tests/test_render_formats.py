@@ -89,7 +89,7 @@ def test_openssl_format_with_two_plugins_and_markers():
         "type                     16 bytes  16384 bytes",
         "sha256[openssl]          52428.80k    16384.00k",
         "sha256[pycryptodome]            -      8192.00 ",
-        "  - pycryptodome (size 16) skipped: no such thing",
+        "  - sha256[pycryptodome] (size 16) skipped: no such thing",
     ]
 
 

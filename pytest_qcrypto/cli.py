@@ -1,0 +1,223 @@
+"""The ``qcrypto`` command: QNX qcrypto's command line in front of the pytest plugin.
+
+::
+
+    qcrypto speed [-C cipher | -D digest] [-P plugin]... [-v] [--qcrypto-OPTION ...]
+    qcrypto list
+    qcrypto report FILE... [--qcrypto-unit U] [--qcrypto-format F] [--qcrypto-plot PATH]
+
+``speed`` and ``list`` turn their arguments into a pytest command line and run
+:func:`pytest.main` in this process, so the speed matrix, its checks, its
+tables and the exit code are the pytest plugin's (0: every cell measured, 1: a
+cell failed, 4: a usage error, also for one this parser finds).  ``speed``
+adds ``--qcrypto-bare``: the plugin then writes the results alone to standard
+output and pytest's own lines (progress, failures) to standard error, which
+:class:`StderrTerminal` arranges.  Every ``--qcrypto-*`` option of the pytest
+plugin passes through unchanged.
+
+``report`` needs no pytest run: it joins saved results files
+(``--qcrypto-save``) into one table per algorithm and direction.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any, NoReturn
+
+import pytest
+
+from pytest_qcrypto import catalog, settings
+from pytest_qcrypto.settings import SettingsError
+
+USAGE_ERROR = int(pytest.ExitCode.USAGE_ERROR)
+#: Options of ``qcrypto speed`` that pass through to pytest start with this.
+PASSTHROUGH = "--qcrypto-"
+
+
+class UsageError(Exception):
+    """A bad ``qcrypto`` command line; ``str()`` is the message."""
+
+
+class _Parser(argparse.ArgumentParser):
+    """argparse that raises :class:`UsageError` instead of exiting with status 2."""
+
+    def error(self, message: str) -> NoReturn:
+        raise UsageError(f"{self.prog}: {message}")
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = _Parser(
+        prog="qcrypto",
+        description="Crypto speed benchmarks with QNX qcrypto's command line, run by the "
+                    "pytest-qcrypto plugin.",
+        epilog="Exit codes are pytest's: 0 all measured, 1 a cell failed, 4 a usage error.")
+    sub = parser.add_subparsers(dest="command", metavar="COMMAND", parser_class=_Parser)
+
+    speed = sub.add_parser(
+        "speed", help="measure algorithms in crypto plugins and print qcrypto's KiB/s tables",
+        description="Measure one algorithm, or every one the chosen plugins support, in each "
+                    "chosen crypto plugin at each buffer size, and print qcrypto's table.",
+        epilog="Any --qcrypto-* option of the pytest plugin passes through, e.g. "
+               "--qcrypto-size 16,4096, --qcrypto-min-time 0.5, --qcrypto-rounds 5, "
+               "--qcrypto-decrypt, --qcrypto-unit MB/s, --qcrypto-format openssl|markdown|csv, "
+               "--qcrypto-plot speed.png, --qcrypto-save results.json, --qcrypto-compare "
+               "base.json (see pytest --help).")
+    which = speed.add_mutually_exclusive_group()
+    which.add_argument("-C", dest="cipher", metavar="cipher",
+                       help="the cipher or AEAD to measure, e.g. aes-128-cbc")
+    which.add_argument("-D", dest="digest", metavar="digest",
+                       help="the digest to measure, e.g. sha256")
+    speed.add_argument("-P", dest="plugins", metavar="plugin", action="append", default=[],
+                       help=f"a crypto plugin (up to {settings.MAX_PLUGINS} times; rows in this "
+                            "order). Default: the first available plugin.")
+    speed.add_argument("-v", dest="verbose", action="count", default=0,
+                       help="print the counts and times per plugin before each table, and "
+                            "the cell being measured on standard error")
+
+    sub.add_parser("list", help="list crypto plugins, their libraries and algorithms",
+                   description="List crypto plugins, their availability, libraries and "
+                               "algorithms (pytest --qcrypto-list).")
+
+    report = sub.add_parser(
+        "report", help="join saved results files into one table per algorithm",
+        description="Join results files saved with --qcrypto-save, from several machines or "
+                    "runs, into one table per algorithm with a row per machine and plugin.")
+    report.add_argument("files", metavar="FILE", nargs="+", help="a results file (JSON)")
+    report.add_argument("--qcrypto-unit", metavar="UNIT", help="unit of the cells (see speed)")
+    report.add_argument("--qcrypto-format", metavar="FORMAT",
+                        help="qcrypto, openssl, markdown or csv")
+    report.add_argument("--qcrypto-plot", metavar="PATH", help="also plot to .png, .svg or .html")
+    return parser
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Run the ``qcrypto`` command; returns the exit code (pytest's codes)."""
+    args = list(sys.argv[1:] if argv is None else argv)
+    parser = build_parser()
+    try:
+        ns, extra = parser.parse_known_args(args)
+        if ns.command is None:
+            raise UsageError("qcrypto: give a command: speed, list or report (qcrypto -h)")
+        if ns.command == "speed":
+            pytest_args = speed_args(ns, extra)
+        elif extra:
+            raise UsageError(f"qcrypto {ns.command}: unrecognized arguments: {' '.join(extra)}")
+    except UsageError as exc:
+        sys.stderr.write(f"ERROR: {exc}\n")
+        return USAGE_ERROR
+    except SystemExit as exc:  # -h
+        return exc.code if isinstance(exc.code, int) else 0
+    if ns.command == "speed":
+        return int(pytest.main(pytest_args))
+    if ns.command == "list":
+        return int(pytest.main(["--qcrypto-list", "-p", "no:cacheprovider"]))
+    return report(ns.files, ns.qcrypto_unit, ns.qcrypto_format, ns.qcrypto_plot)
+
+
+def _algorithm(name: str, kinds: tuple[str, ...], flag: str) -> str:
+    """Check a -C / -D name against the catalog, in this command's words."""
+    try:
+        settings.parse_algorithms([name], kinds, flag)
+    except SettingsError as exc:
+        raise UsageError(f"qcrypto speed: {exc}".replace("--qcrypto-digest", "-D")
+                         .replace("--qcrypto-cipher", "-C")
+                         .replace("pytest --qcrypto-list", "qcrypto list")) from None
+    return name
+
+
+def check_passthrough(extra: Sequence[str]) -> None:
+    """Only ``--qcrypto-*`` options (and the value after one) may pass through to pytest."""
+    previous = ""
+    for arg in extra:
+        if arg.startswith(PASSTHROUGH):
+            previous = arg
+            continue
+        takes_value = previous.startswith(PASSTHROUGH) and "=" not in previous
+        if arg.startswith("-") and not _is_number(arg) or not takes_value:
+            raise UsageError(f"qcrypto speed: unrecognized argument {arg!r} (options of the "
+                             f"pytest plugin pass through as {PASSTHROUGH}NAME, see qcrypto "
+                             "speed -h)")
+        previous = ""
+
+
+def _is_number(text: str) -> bool:
+    try:
+        float(text)
+    except ValueError:
+        return False
+    return True
+
+
+def speed_args(ns: argparse.Namespace, extra: Sequence[str]) -> list[str]:
+    """The pytest command line of ``qcrypto speed``."""
+    check_passthrough(extra)
+    if len(ns.plugins) > settings.MAX_PLUGINS:
+        raise UsageError(f"qcrypto speed: -P: at most {settings.MAX_PLUGINS} plugins, "
+                         f"got {len(ns.plugins)}")
+    args = ["--qcrypto-bare", "-p", "no:cacheprovider"]
+    args += ["-v"] * ns.verbose + ["--no-header"] if ns.verbose else ["-qq"]
+    named = any(a.split("=")[0] in ("--qcrypto-digest", "--qcrypto-cipher") for a in extra)
+    if ns.digest:
+        args += ["--qcrypto-digest", _algorithm(ns.digest, (catalog.DIGEST,), "-D")]
+    elif ns.cipher:
+        args += ["--qcrypto-cipher",
+                 _algorithm(ns.cipher, (catalog.CIPHER, catalog.AEAD), "-C")]
+    elif not named:  # as openssl speed without an algorithm: all the plugins support
+        args += ["--qcrypto-digest", settings.ALL, "--qcrypto-cipher", settings.ALL]
+    for plugin in ns.plugins:
+        args += ["--qcrypto-plugin", plugin]
+    return args + list(extra)
+
+
+def report(files: Sequence[str], unit: str | None = None, fmt: str | None = None,
+           plot: str | None = None, stdout: Any = None) -> int:
+    """``qcrypto report``: print saved results joined into one table per algorithm.
+
+    Returns 0, 4 for a bad option or an unreadable file (named on standard
+    error), or 1 when the plot cannot be written.
+    """
+    from pytest_qcrypto import render, results
+
+    out = stdout or sys.stdout
+    try:
+        output = render.parse_output(unit, fmt, plot)
+        loaded = [results.load(Path(f)) for f in files]
+    except (SettingsError, results.ResultsError) as exc:
+        sys.stderr.write(f"ERROR: {exc}\n")
+        return USAGE_ERROR
+    tables, legend = render.joined_tables(loaded, [str(f) for f in files])
+    lines = render.format_lines(tables, output.format, output.unit)
+    if output.format != "csv" and legend:
+        lines += [""] + (render.markdown_legend(legend) if output.format == "markdown"
+                         else legend)
+    out.write("".join(f"{line}\n" for line in lines))
+    out.flush()
+    problems = render.write_files(tables, output)
+    for problem in problems:
+        sys.stderr.write(f"ERROR: {problem}\n")
+    return 1 if problems else 0
+
+
+class StderrTerminal:
+    """Registered by the pytest plugin under ``--qcrypto-bare``: pytest's own output to stderr.
+
+    After pytest's terminal plugin has made its reporter (on standard output),
+    this replaces it with one on standard error, before any line is written;
+    the results tables then have standard output to themselves.
+    """
+
+    @pytest.hookimpl(trylast=True)
+    def pytest_configure(self, config: pytest.Config) -> None:
+        manager = config.pluginmanager
+        old = manager.get_plugin("terminalreporter")
+        if old is None:
+            return
+        manager.unregister(old)
+        manager.register(pytest.TerminalReporter(config, sys.stderr), "terminalreporter")
+
+
+if __name__ == "__main__":
+    sys.exit(main())
