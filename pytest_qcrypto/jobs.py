@@ -18,6 +18,7 @@ the README.
 from __future__ import annotations
 
 import os
+import signal
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
@@ -164,6 +165,8 @@ def time_jobs(run: Runner, jobs: int, *, min_time: float = 0.1, rounds: int = 3,
 def _worker(run: Runner, count: int, rounds: int, barrier: Any, send: Any,
             timeout_s: float, clocks: Clocks) -> None:
     """A worker's life: per round, wait at the barrier, run, note the times; send them."""
+    # the parent's SIGTERM handler (if any) is for the parent: a worker ends when terminated
+    signal.signal(signal.SIGTERM, signal.SIG_DFL)
     try:
         done = []
         for _ in range(rounds):
@@ -215,8 +218,8 @@ def fork_workers(run: Runner, jobs: int, count: int, rounds: int, timeout_s: flo
         for proc in procs:
             proc.join(timeout=1.0)
             if proc.is_alive():
-                proc.terminate()
-                proc.join()
+                proc.kill()  # only after a failure: the others are stuck or wedged
+                proc.join(timeout=1.0)  # one in an uninterruptible wait is left behind
         for recv in pipes:
             recv.close()
 
