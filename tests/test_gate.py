@@ -1,0 +1,531 @@
+"""The regression gate: thresholds, floors, confirmation, verdicts on items, summary, JUnit."""
+
+import json
+import re
+import xml.etree.ElementTree as ET
+
+import pytest
+
+from pytest_qcrypto import gate
+from pytest_qcrypto.gate import Rule, Rules, judge_tries
+from pytest_qcrypto.harness import Measurement
+from pytest_qcrypto.results import Result
+from pytest_qcrypto.settings import SettingsError
+from test_results import FAKE_PLUGIN, FAKE_RUN, fake_speed
+
+#: The fake plugin plus one that is never available (to lose a baseline cell).
+FAKE_AND_MISSING = FAKE_PLUGIN.replace("return [Fake()]", "return [Fake(), Missing()]") + '''
+from pytest_qcrypto.backends import Unavailable
+
+class Missing(CryptoPlugin):
+    name = "missing"
+    library = "libmissing"
+    def probe(self):
+        raise Unavailable("libmissing is not installed")
+'''
+
+USAGE = pytest.ExitCode.USAGE_ERROR
+
+
+def m(seconds, rounds=None, size=4096, count=1000, plugin="openssl"):
+    """A measurement whose median round took ``seconds``."""
+    return Measurement("sha256", plugin, size, "digest", count,
+                       tuple(rounds or (seconds,)), canonical_plugin=plugin)
+
+
+# -- parsing ----------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("text, value", [("10%", 10.0), ("10", 10.0), (" 2.5 % ", 2.5),
+                                         ("0", 0.0), ("99.9%", 99.9)])
+def test_percent(text, value):
+    assert gate.parse_percent(text, "x") == value
+
+
+@pytest.mark.parametrize("text", ["ten", "", "100%", "-1", "nan", "inf%"])
+def test_bad_percent(text):
+    with pytest.raises(SettingsError, match="^x: "):
+        gate.parse_percent(text, "x")
+
+
+def test_pattern_fields():
+    assert gate.parse_pattern("sha256", "w") == ("sha256", None, None)
+    assert gate.parse_pattern("SHA-256:OpenSSL:32768", "w") == ("sha256", "openssl", 32768)
+    assert gate.parse_pattern("*:*:16", "w") == (None, None, 16)
+    assert gate.parse_pattern("sha256:afalg:sha256-generic", "w") == \
+        ("sha256", "afalg:sha256-generic", None)
+    assert gate.parse_pattern("sha256:afalg:sha256-generic:64", "w") == \
+        ("sha256", "afalg:sha256-generic", 64)
+    with pytest.raises(SettingsError, match="unknown algorithm 'sha265'; did you mean"):
+        gate.parse_pattern("sha265", "w")
+    with pytest.raises(SettingsError, match="empty field"):
+        gate.parse_pattern("sha256::16", "w")
+    with pytest.raises(SettingsError, match="size '0' must be"):
+        gate.parse_pattern("sha256:openssl:0", "w")
+
+
+def test_threshold_precedence():
+    rules = Rules.parse(["*:*:16 = 25%", "sha256:openssl:32768 = 5%", "sha256 = 15",
+                         "# a comment", "", "*:openssl = 20%", "sha256:*:16 = 30%",
+                         "*:openssl:16 = 40%"], "qcrypto_thresholds", gate.parse_percent)
+    pick = (lambda alg, plugin, size: rules.pick(alg, [plugin], size).value)
+    assert pick("sha256", "openssl", 32768) == 5     # three fields beat everything
+    assert pick("md5", "hashlib", 16) == 25          # only *:*:16 matches
+    assert pick("sha256", "hashlib", 64) == 15       # sha256 (one field)
+    assert pick("sha256", "openssl", 64) == 20       # one field each: the later line wins
+    assert pick("sha256", "openssl", 16) == 40       # two fields each: the later line wins
+    assert pick("sha256", "hashlib", 16) == 30
+    assert rules.pick("md5", ["hashlib"], 64) is None  # the default threshold then applies
+    assert rules.pick("sha256", ["openssl-3", "openssl"], 32768).value == 5  # alias matches
+
+
+def test_bad_rule_lines_name_the_line():
+    with pytest.raises(SettingsError, match=r"qcrypto_thresholds line 2 \('sha256 25%'\): "
+                                            r"write ALGORITHM"):
+        Rules.parse(["*:*:16 = 25%", "sha256 25%"], "qcrypto_thresholds", gate.parse_percent)
+    with pytest.raises(SettingsError, match=r"line 1 .*not a number of KiB/s"):
+        Rules.parse(["sha256 = fast"], "qcrypto_floors", gate.parse_kib_per_s)
+
+
+def test_marker_floors():
+    assert gate.marker_floors(1000, "f").pick("sha256", ["x"], 16).value == 1000
+    rules = gate.marker_floors({16: 10, "sha256:openssl:16": 20, "md5": 5}, "f")
+    assert rules.pick("sha256", ["openssl"], 16).value == 20
+    assert rules.pick("sha256", ["hashlib"], 16).value == 10
+    assert rules.pick("md5", ["hashlib"], 64).value == 5
+    with pytest.raises(SettingsError):
+        gate.marker_floors({1.5: 3}, "f")
+    with pytest.raises(SettingsError):
+        gate.marker_floors(-3, "f")
+
+
+# -- judging ----------------------------------------------------------------------------------
+
+TEN = Rule(None, None, None, 10.0, "--qcrypto-threshold")
+
+
+def tries_of(*seconds):
+    """An ``again`` callable returning measurements of the given seconds, in order."""
+    queue = [m(s) for s in seconds]
+    return lambda: queue.pop(0)
+
+
+def test_real_regression_fails_after_every_try():
+    base = Result.from_measurement(m(0.010, rounds=(0.0099, 0.010, 0.0102)))
+    v = judge_tries(m(0.013), tries_of(0.0131, 0.0129), 2, base, TEN, None)
+    assert v.failed and v.status == gate.REGRESSION and len(v.tries) == 3
+    assert v.measurement.median_s == 0.0129  # the best try is kept
+    text = v.message
+    assert text.startswith("regression: sha256 openssl 4096 B digest: ")
+    now, then = 1000 * 4096 / 0.0129 / 1024, base.kib_per_s
+    assert f"{now:.2f} KiB/s now, baseline {then:.2f} KiB/s" in text
+    assert f"change {(now - then) / then * 100:+.1f}%" in text
+    assert "threshold 10% (--qcrypto-threshold)" in text
+    for s in (0.013, 0.0131, 0.0129):
+        assert f"{1000 * 4096 / s / 1024:.2f}" in text.split("tries: ")[1]
+
+
+def test_short_slowdown_recovers_on_a_retry():
+    base = Result.from_measurement(m(0.010))
+    v = judge_tries(m(0.020), tries_of(0.0101, 0.030), 2, base, TEN, None)
+    assert not v.failed and v.status == gate.RECOVERED and len(v.tries) == 2
+
+
+def test_no_retry_when_within_threshold():
+    base = Result.from_measurement(m(0.010))
+    v = judge_tries(m(0.0105), tries_of(), 2, base, TEN, None)
+    assert v.status == gate.OK and len(v.tries) == 1
+    assert v.change == pytest.approx(0.010 / 0.0105 - 1)
+
+
+def test_within_the_spread_of_the_rounds_passes():
+    # the baseline's slowest round was 30% slower than its median: a 15% slowdown is noise
+    base = Result.from_measurement(m(0.010, rounds=(0.0095, 0.010, 0.013)))
+    v = judge_tries(m(0.0118, rounds=(0.0118, 0.0118, 0.0120)), tries_of(0.0118, 0.0118), 2,
+                    base, TEN, None)
+    assert not v.failed and v.status == gate.NOISE
+
+
+def test_confirm_zero_means_one_try():
+    base = Result.from_measurement(m(0.010))
+    v = judge_tries(m(0.020), tries_of(0.010), 0, base, TEN, None)
+    assert v.failed and len(v.tries) == 1
+
+
+def test_floor_without_baseline():
+    floor = Rule(None, None, None, 1e9, "qcrypto_floors: '* = 1e9'")
+    v = judge_tries(m(0.010), tries_of(0.010, 0.009), 2, None, None, floor)
+    assert v.status == gate.NEW and len(v.tries) == 3
+    assert v.message.startswith("below floor: sha256 openssl 4096 B digest: ")
+    assert "floor 1000000000.00 KiB/s (qcrypto_floors: '* = 1e9')" in v.message
+
+
+def test_not_judged_only_floors_apply():
+    base = Result.from_measurement(m(0.001))
+    v = judge_tries(m(0.010), tries_of(), 2, base, TEN, None, not_judged="different machine")
+    assert not v.failed and v.status == gate.NOT_JUDGED and len(v.tries) == 1
+
+
+# -- through pytest ---------------------------------------------------------------------------
+
+
+def baseline(pytester, name="base.json", factor=1.0, edit=None, sizes="16,64,256"):
+    """Save a fake run, then write a copy as ``name`` whose figures are the fake's nominal
+    speed (size bytes per 20 us: this shared machine may have slowed the saved run down)
+    times ``factor``."""
+    r = pytester.runpytest(*FAKE_RUN, "--qcrypto-size", sizes, "--qcrypto-save", "saved.json")
+    assert r.ret == 0, r.stdout.str()
+    doc = json.loads((pytester.path / "saved.json").read_text())
+    for e in doc["results"]:
+        e["bytes_per_second"] = e["size"] / 20e-6 * factor
+        e["rounds_s"] = [e["count"] * 20e-6]
+    if edit:
+        edit(doc)
+    (pytester.path / name).write_text(json.dumps(doc))
+    return doc
+
+
+def compare(pytester, *args, sizes="16,64,256", name="base.json"):
+    return pytester.runpytest(*FAKE_RUN, "--qcrypto-size", sizes, "--qcrypto-compare", name,
+                              "--junitxml", "junit.xml", *args)
+
+
+def junit(pytester):
+    """Per test case name of ``junit.xml``: (failure message or None, user properties)."""
+    out = {}
+    for case in ET.parse(pytester.path / "junit.xml").getroot().iter("testcase"):
+        failure = case.find("failure")
+        props = {p.get("name"): p.get("value") for p in case.findall("properties/property")}
+        message = failure.get("message").removeprefix("Failed: ") if failure is not None else None
+        out[case.get("name")] = (message, props)
+    return out
+
+
+@pytest.fixture
+def fake(pytester):
+    pytester.makeconftest(FAKE_AND_MISSING)
+    return pytester
+
+
+def test_compare_with_itself_passes(fake):
+    fake.runpytest(*FAKE_RUN, "--qcrypto-size", "16,64,256", "--qcrypto-save", "base.json")
+    r = compare(fake, "--qcrypto-save", "base.json")
+    assert r.ret == 0, r.stdout.str()
+    r.assert_outcomes(passed=3)
+    r.stdout.fnmatch_lines(["Change against baseline *base.json (negative = slower):",
+                            "plugin * 16 * 64 * 256", "fake * [+-]*.*% * [+-]*.*% * [+-]*.*%",
+                            "Regression gate: baseline *base.json (3 results, created *"])
+
+
+def test_figures_raised_by_half_fail_every_item(fake):
+    baseline(fake, factor=1.5)
+    r = compare(fake)
+    assert r.ret == 1
+    r.assert_outcomes(failed=3)
+    r.stdout.fnmatch_lines(["regressions (3):", "  regression: sha256 fake 16 B digest:*",
+                            "  regression: sha256 fake 64 B digest:*",
+                            "  regression: sha256 fake 256 B digest:*",
+                            "FAILED qcrypto::sha256?fake-16? - *regression: sha256 fake 16 B*"])
+    r.stdout.fnmatch_lines(["fake * -3*%! * -3*%! * -3*%!",
+                            "  ! regression: slower than the threshold allows, on every try"])
+    cases = junit(fake)
+    assert sorted(cases) == ["sha256[fake-16]", "sha256[fake-256]", "sha256[fake-64]"]
+    for name, (message, props) in cases.items():
+        size = name.split("-")[1].rstrip("]")
+        assert re.fullmatch(
+            rf"regression: sha256 fake {size} B digest: [\d.]+ KiB/s now, baseline [\d.]+ KiB/s,"
+            r" change -3\d\.\d%, threshold 10% \(default\); tries: [\d.]+, [\d.]+, [\d.]+ "
+            r"KiB/s \(best [\d.]+\); its fastest round .*", message), message
+        assert props["qcrypto_verdict"] == "regression" and props["qcrypto_tries"] == "3"
+        assert float(props["qcrypto_change_pct"]) < -30
+        assert float(props["qcrypto_kib_per_s"]) > 0 and props["qcrypto_threshold_pct"] == "10"
+
+
+def test_figures_raised_by_five_percent_pass_a_ten_percent_threshold(fake):
+    baseline(fake, factor=1.05)
+    r = compare(fake, "--qcrypto-threshold", "10%")
+    assert r.ret == 0, r.stdout.str()
+    for message, props in junit(fake).values():
+        assert message is None
+        assert props["qcrypto_verdict"] in ("ok", "passed on a retry")
+        assert -10 <= float(props["qcrypto_change_pct"]) < 0
+
+
+def test_properties_without_a_baseline(fake):
+    r = fake.runpytest(*FAKE_RUN, "--qcrypto-size", "16", "--junitxml", "junit.xml")
+    assert r.ret == 0
+    [(_, props)] = junit(fake).values()
+    assert props["qcrypto_cell"] == "sha256:fake:16:digest"
+    assert float(props["qcrypto_kib_per_s"]) == pytest.approx(16 / 20e-6 / 1024, rel=0.3)
+    assert "qcrypto_change_pct" not in props and props["qcrypto_verdict"] == "ok"
+
+
+def test_hand_made_regression_fails(fake):
+    baseline(fake)
+    fake_speed(fake, slow=2.0, slow_measurements="all")
+    r = compare(fake)
+    assert r.ret == 1
+    r.assert_outcomes(failed=3)
+    for message, _ in junit(fake).values():
+        assert re.search(r"change -[45]\d\.\d%.*; tries: [\d.]+, [\d.]+, [\d.]+ KiB/s "
+                         r"\(best [\d.]+\)", message), message
+
+
+def test_short_slowdown_of_one_try_does_not_fail(fake):
+    baseline(fake, sizes="64")
+    fake_speed(fake, slow=3.0, slow_measurements=[0])  # only the first try is slow
+    # (more tries than the default: this machine is shared, a retry may be preempted too)
+    r = compare(fake, "--qcrypto-confirm", "5", sizes="64")
+    assert r.ret == 0, r.stdout.str()
+    r.stdout.fnmatch_lines(["passed on a retry: sha256 fake 64 B digest: tries: *, * KiB/s*"])
+    [(_, props)] = junit(fake).values()
+    assert int(props["qcrypto_tries"]) >= 2 and props["qcrypto_verdict"] == "passed on a retry"
+
+
+def test_slow_round_is_absorbed_by_the_median(fake):
+    r = fake.runpytest(*FAKE_RUN, "--qcrypto-size", "64", "--qcrypto-rounds", "3",
+                       "--qcrypto-save", "base.json")
+    assert r.ret == 0
+    fake_speed(fake, slow=3.0, hiccup_round2=[0])
+    r = compare(fake, "--qcrypto-rounds", "3", "--qcrypto-save", "now.json", sizes="64")
+    assert r.ret == 0, r.stdout.str()
+    [(_, props)] = junit(fake).values()
+    if props["qcrypto_tries"] == "1":  # (unless the shared machine preempted another round)
+        [entry] = json.loads((fake.path / "now.json").read_text())["results"]
+        rounds = entry["rounds_s"]
+        assert max(rounds) > 2 * min(rounds) and props["qcrypto_verdict"] == "ok"
+
+
+def test_thresholds_from_the_ini_file(fake):
+    baseline(fake, factor=1.2)  # every cell 16.7% slower than the baseline
+    fake.makeini("[pytest]\nqcrypto_thresholds =\n    *:*:16 = 25%\n    sha256:fake:64 = 5%\n"
+                 "    sha256:*:256 = 30%\n    *:fake = 12%\n")
+    r = compare(fake, "--qcrypto-threshold", "50")
+    # 16: *:*:16 (one field) ties with the later *:fake (12%): the later line wins.
+    # 64: three fields (5%) beat all.  256: two fields, sha256:*:256 (30%).
+    assert r.ret == 1
+    r.assert_outcomes(failed=2, passed=1)
+    cases = junit(fake)
+    assert "threshold 12% (qcrypto_thresholds in tox.ini: '*:fake = 12%')" in \
+        cases["sha256[fake-16]"][0]
+    assert "threshold 5% (qcrypto_thresholds in tox.ini: 'sha256:fake:64 = 5%')" in \
+        cases["sha256[fake-64]"][0]
+    assert cases["sha256[fake-256]"] == (None, cases["sha256[fake-256]"][1])
+    assert cases["sha256[fake-256]"][1]["qcrypto_threshold_pct"] == "30"
+
+
+def test_bad_threshold_options_are_usage_errors(fake):
+    r = fake.runpytest("--qcrypto-threshold", "lots")
+    assert r.ret == USAGE
+    r.stderr.fnmatch_lines(["*--qcrypto-threshold: 'lots' is not a percentage*"])
+    r = fake.runpytest("--qcrypto-confirm", "-1")
+    assert r.ret == USAGE
+    fake.makeini("[pytest]\nqcrypto_thresholds =\n    sha256 = 5%\n    sha256:fake:16 = five\n")
+    r = fake.runpytest()
+    assert r.ret == USAGE
+    r.stderr.fnmatch_lines(["*qcrypto_thresholds in tox.ini line 2 ('sha256:fake:16 = five'): "
+                            "'five' is not a percentage*"])
+    assert "Traceback" not in r.stdout.str() + r.stderr.str()
+
+
+def test_floors_from_the_ini_file(fake):
+    # the fake does 16 B per 20 us, about 780 KiB/s
+    fake.makeini("[pytest]\nqcrypto_floors =\n    *:*:64 = 1000000\n    sha256:fake = 100\n"
+                 "    sha256:fake:256 = 1000000\n")
+    r = fake.runpytest(*FAKE_RUN, "--qcrypto-size", "16,64,256", "--junitxml", "junit.xml")
+    assert r.ret == 1
+    r.assert_outcomes(passed=2, failed=1)  # 64: sha256:fake (two fields) beats *:*:64
+    message, props = junit(fake)["sha256[fake-256]"]
+    assert re.fullmatch(r"below floor: sha256 fake 256 B digest: [\d.]+ KiB/s, floor 1000000.00 "
+                        r"KiB/s \(qcrypto_floors in tox.ini: 'sha256:fake:256 = 1000000'\); "
+                        r"tries: [\d.]+, [\d.]+, [\d.]+ KiB/s \(best [\d.]+\)", message), message
+    assert props["qcrypto_floor_kib_per_s"] == "1000000.00"
+    assert props["qcrypto_verdict"] == "below floor"
+    r.stdout.fnmatch_lines(["below floor (1):", "  below floor: sha256 fake 256 B digest: *"])
+
+
+def test_floor_as_a_marker_argument(fake):
+    fake.makepyfile(test_own='''
+import pytest
+
+@pytest.mark.qcrypto(floor=1_000_000)
+def test_too_slow(qcrypto):
+    qcrypto.open("sha256", "fake").measure(64)
+
+@pytest.mark.qcrypto(floor={64: 100, "sha256:fake:16": 1_000_000})
+def test_fast_enough(qcrypto):
+    qcrypto.open("sha256", "fake").measure(64)
+
+@pytest.mark.qcrypto("sha256", plugins=["fake"], sizes=[16], floor=5)
+def test_marker_cases(qcrypto_case, qcrypto_context):
+    qcrypto_context.measure(qcrypto_case.size)
+
+@pytest.mark.qcrypto(floor="a lot")
+def test_bad_floor(qcrypto):
+    qcrypto.open("sha256", "fake").measure(64)
+''')
+    r = fake.runpytest("--qcrypto-min-time", "0.002", "--qcrypto-rounds", "1",
+                       "--junitxml", "junit.xml")
+    r.assert_outcomes(passed=2, failed=2)
+    cases = junit(fake)
+    assert re.fullmatch(r"below floor: sha256 fake 64 B digest: [\d.]+ KiB/s, floor 1000000.00 "
+                        r"KiB/s \(@pytest.mark.qcrypto\(floor=...\)\); tries: .*",
+                        cases["test_too_slow"][0])
+    assert cases["test_bad_floor"][0] == \
+        "@pytest.mark.qcrypto(floor=...): 'a lot' is not a number of KiB/s"
+    assert cases["test_fast_enough"][0] is None
+    assert cases["test_fast_enough"][1]["qcrypto_floor_kib_per_s"] == "100.00"
+
+
+def test_missing_baseline_cell_fails_the_item(fake):
+    def add_missing(doc):
+        extra = dict(doc["results"][0], plugin="missing", canonical_plugin="missing")
+        doc["results"].append(extra)
+
+    baseline(fake, sizes="16", edit=add_missing)
+    r = fake.runpytest(*FAKE_RUN, "--qcrypto-plugin", "missing", "--qcrypto-size", "16",
+                       "--qcrypto-compare", "base.json", "--junitxml", "junit.xml")
+    assert r.ret == 1
+    r.assert_outcomes(passed=1, failed=1)  # a failed test, not an error
+    message, _ = junit(fake)["sha256[missing-16]"]
+    assert re.fullmatch(r"missing: sha256 missing 16 B digest is in the baseline \([\d.]+ KiB/s\) "
+                        r"but was skipped now: missing: unavailable: libmissing is not installed "
+                        r"\(--qcrypto-allow-missing accepts this\)", message), message
+    r.stdout.fnmatch_lines(["missing * missing"])  # the change table
+    r = fake.runpytest(*FAKE_RUN, "--qcrypto-plugin", "missing", "--qcrypto-size", "16",
+                       "--qcrypto-compare", "base.json", "--qcrypto-allow-missing")
+    assert r.ret == 0
+    r.assert_outcomes(passed=1, skipped=1)
+    r.stdout.fnmatch_lines(["missing cells:", "  sha256 missing digest, size 16: in the "
+                            "baseline, skipped now (allowed by --qcrypto-allow-missing): *"])
+
+
+def test_new_and_not_collected_cells_are_summary_lines(fake):
+    baseline(fake, sizes="16,64")
+    r = compare(fake, sizes="64,256")
+    assert r.ret == 0, r.stdout.str()
+    r.stdout.fnmatch_lines(["no baseline entry (not judged):",
+                            "  sha256 fake digest, size 256: new",
+                            "in the baseline but not measured in this run:",
+                            "  sha256 fake digest, size 16: not run"])
+    r.stdout.fnmatch_lines(["fake * [+-]*% * new"])
+
+
+def test_driver_change_is_named(fake):
+    fake_speed(fake, driver="cbc-aes-aesni")
+    baseline(fake, sizes="16")
+    fake_speed(fake, driver="cbc(aes-generic)")
+    r = compare(fake, sizes="16")
+    r.stdout.fnmatch_lines(["driver changed: sha256 fake 16 B digest: cbc-aes-aesni "
+                            "(baseline) vs cbc(aes-generic) (now)"])
+
+
+def test_other_machine_and_library_are_named(fake):
+    def elsewhere(doc):
+        doc["machine"]["cpu_model"] = "Some Other CPU"
+        doc["plugins"]["fake"]["version"] = "fake 0.9"
+
+    baseline(fake, factor=1.5, edit=elsewhere)
+    r = compare(fake)
+    assert r.ret == 1
+    r.stdout.fnmatch_lines(["machine differs from the baseline: cpu_model: 'Some Other CPU' "
+                            "(baseline) vs * (now)",
+                            "library differs from the baseline: fake: 'fake 0.9' (baseline) "
+                            "vs 'fake 1.0' (now)"])
+    r = compare(fake, "--qcrypto-require-same-machine")
+    assert r.ret == 0, r.stdout.str()
+    r.assert_outcomes(passed=3)
+    r.stdout.fnmatch_lines(["fake * -*%? * -*%? * -*%?",
+                            "not judged: different machine: 3 measurements pass unjudged "
+                            "(cpu_model, fake version)"])
+    for _, props in junit(fake).values():
+        assert props["qcrypto_verdict"] == \
+            "not judged: different machine (cpu_model, fake version)"
+
+
+def test_library_difference_alone_leaves_items_unjudged_by_ini(fake):
+    baseline(fake, factor=1.5, sizes="16")
+    fake_speed(fake, version="fake 2.0")
+    fake.makeini("[pytest]\nqcrypto_require_same_machine = true\n")
+    r = compare(fake, sizes="16")
+    assert r.ret == 0, r.stdout.str()
+    r.stdout.fnmatch_lines(["library differs from the baseline: fake: 'fake 1.0' (baseline) "
+                            "vs 'fake 2.0' (now)",
+                            "not judged: different machine: 1 measurements pass unjudged "
+                            "(fake version)"])
+
+
+def test_schema_1_baseline(fake):
+    (fake.path / "old.json").write_text(json.dumps({"schema_version": 1, "results": [
+        {"algorithm": "sha256", "plugin": "fake", "size": 16, "kib_per_s": 1.0},
+        {"algorithm": "sha256", "plugin": "fake", "size": 64, "kib_per_s": 1e9}]}))
+    r = compare(fake, "--qcrypto-confirm", "0", sizes="16,64", name="old.json")
+    r.assert_outcomes(passed=1, failed=1)
+    assert "baseline 1000000000.00 KiB/s" in junit(fake)["sha256[fake-64]"][0]
+
+
+BAD_BASELINES = {
+    "missing": (None, "no such file"),
+    "directory": ("DIR", "is a directory"),
+    "not JSON": (b"{", "not JSON (Expecting property name enclosed in double quotes at line 1"),
+    "another tool's file": (b'{"machine_info": {}, "benchmarks": []}',
+                            "not a pytest-qcrypto results file (no schema_version field)"),
+    "newer schema": (b'{"schema_version": 7}', "schema_version 7 was written by a newer"),
+    "wrong type": (b'{"schema_version": 2, "complete": true, "machine": {}, "plugins": {}, '
+                   b'"results": [{"algorithm": "sha256", "plugin": "fake", "size": 16, '
+                   b'"direction": "digest", "count": 1, "rounds_s": "fast", '
+                   b'"bytes_per_second": 1}]}',
+                   "results[0].rounds_s must be a list of positive seconds"),
+    "incomplete": (b'{"schema_version": 2, "complete": false, "machine": {}, "plugins": {}, '
+                   b'"results": []}', "the run that wrote it did not finish"),
+}
+
+
+@pytest.mark.parametrize("case", list(BAD_BASELINES))
+def test_bad_baseline_is_a_usage_error(fake, case):
+    content, problem = BAD_BASELINES[case]
+    path = fake.path / "base.json"
+    if content == "DIR":
+        path.mkdir()
+    elif content is not None:
+        path.write_bytes(content)
+    r = compare(fake)
+    assert r.ret == USAGE
+    err = r.stderr.str()
+    assert "--qcrypto-compare: " in err and "base.json" in err and problem in err, err
+    assert "Traceback" not in err + r.stdout.str()
+
+
+def test_sleeping_plugin_fails_ci(pytester):
+    """A conftest that makes the real openssl plugin sleep in each operation fails the gate."""
+    run = ("--qcrypto-digest", "sha256", "--qcrypto-plugin", "openssl", "--qcrypto-size", "4096",
+           "--qcrypto-min-time", "0.005", "--qcrypto-rounds", "1", "-p", "no:cacheprovider")
+    r = pytester.runpytest_subprocess(*run, "--qcrypto-save", "base.json")
+    assert r.ret == 0
+    pytester.makeconftest('''
+import time
+from pytest_qcrypto.backends import openssl
+
+_open = openssl.OpenSSLPlugin.open
+
+def sleepy_open(self, algorithm, key, variant=None):
+    ctx = _open(self, algorithm, key, variant)
+    fast_runner = ctx.runner
+
+    def runner(work):
+        run = fast_runner(work)
+        def slow(count):
+            for _ in range(count):
+                run(1)
+                time.sleep(0.0002)
+        return slow
+    ctx.runner = runner
+    return ctx
+
+openssl.OpenSSLPlugin.open = sleepy_open
+''')
+    r = pytester.runpytest_subprocess(*run, "--qcrypto-compare", "base.json", "--junitxml",
+                                      "junit.xml")
+    assert r.ret == 1
+    r.stdout.fnmatch_lines(["regressions (1):", "  regression: sha256 openssl 4096 B digest: *"])
+    assert junit(pytester)["sha256[openssl-4096]"][0].startswith("regression: ")
