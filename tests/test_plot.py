@@ -1,0 +1,197 @@
+"""Plots: one curve per plugin against a log-2 size axis, in PNG, SVG and self-contained HTML."""
+
+import importlib.util
+import re
+import sys
+import xml.etree.ElementTree as ET
+
+import pytest
+
+from conftest import FAST
+from pytest_qcrypto import plot
+from pytest_qcrypto.harness import Measurement
+from pytest_qcrypto.render import FAILED, Cell, Table
+from pytest_qcrypto.settings import SettingsError
+
+pytest.importorskip("matplotlib", reason="the plot extra: pip install 'pytest-qcrypto[plot]'")
+
+SVG = "{http://www.w3.org/2000/svg}"
+BLUE, ORANGE = (0x1F, 0x77, 0xB4), (0xFF, 0x7F, 0x0E)  # matplotlib's first two line colours
+
+
+def m(plugin, size, kib_per_s, alg="sha256", direction="digest"):
+    """A measurement of ``kib_per_s`` (1000 operations)."""
+    return Measurement(alg, plugin, size, direction, 1000, (1000 * size / 1024 / kib_per_s,))
+
+
+def sha256(plugins=("openssl", "pycryptodome")):
+    sizes = (16, 64, 1024, 16384)
+    cells = {(p, s): Cell(m(p, s, (i + 1) * 1000 + s)) for i, p in enumerate(plugins)
+             for s in sizes}
+    return Table("sha256", "digest", "digest", tuple(plugins), sizes, cells)
+
+
+def aes():
+    cells = {("openssl", 16): Cell(m("openssl", 16, 900, "aes-128-cbc", "decrypt")),
+             ("openssl", 64): Cell(None, FAILED, "wrong answer")}
+    return Table("aes-128-cbc", "cipher", "decrypt", ("openssl",), (16, 64), cells)
+
+
+def test_figure_has_a_panel_per_table_and_a_line_per_plugin():
+    fig = plot.figure([sha256(), aes()], "MB/s")
+    first, second = fig.axes
+    assert [line.get_label() for line in first.lines] == ["openssl", "pycryptodome"]
+    assert list(first.lines[0].get_xdata()) == [16, 64, 1024, 16384]
+    assert first.get_xscale() == "log" and first.xaxis.get_transform().base == 2
+    assert [t.get_text() for t in first.get_xticklabels()] == ["16", "64", "1024", "16384"]
+    assert first.get_xlabel() == "buffer size (bytes)"
+    assert first.get_ylabel() == "throughput (MB/s, 1 MB = 1000000 bytes)"
+    assert first.get_title() == "sha256"
+    assert second.get_title() == "aes-128-cbc, decrypt"
+    assert list(second.lines[0].get_xdata()) == [16]  # the failed cell is not a point
+
+
+def test_values_are_in_the_unit():
+    fig = plot.figure([sha256(["openssl"])], "KiB/s")
+    assert list(fig.axes[0].lines[0].get_ydata()) == pytest.approx([1016, 1064, 2024, 17384])
+
+
+def test_time_per_operation_has_a_log_axis():
+    ax = plot.figure([sha256()], "ns/op").axes[0]
+    assert ax.get_yscale() == "log"
+    assert ax.get_ylabel() == "time per operation (ns/op)"
+
+
+def test_baseline_is_dashed_in_the_colour_of_its_plugin():
+    now, then = sha256(), sha256()
+    ax = plot.figure([now], baseline=[then]).axes[0]
+    lines = {line.get_label(): line for line in ax.lines}
+    assert lines["openssl (baseline)"].get_linestyle() == "--"
+    assert lines["openssl (baseline)"].get_color() == lines["openssl"].get_color()
+    assert lines["openssl"].get_linestyle() == "-"
+
+
+def coloured(pixels, rgb, tolerance=0.08):
+    """How many pixels are close to ``rgb`` (0-255)."""
+    target = [c / 255 for c in rgb]
+    return int(sum(1 for row in pixels for px in row
+                   if all(abs(px[i] - target[i]) < tolerance for i in range(3))))
+
+
+def test_png_has_the_figure_size_and_a_curve_per_plugin(tmp_path):
+    import matplotlib.image
+
+    path = plot.write(tmp_path / "sub" / "speed.png", [sha256()])
+    assert path.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+    pixels = matplotlib.image.imread(path)
+    height, width = pixels.shape[:2]
+    assert (width, height) == (640, 360)  # one panel of 6.4 x 3.6 inches at 100 dpi
+    inside = pixels[40:320, 80:620]  # within the axes: the curves, not only the frame
+    assert coloured(inside, BLUE) > 200
+    assert coloured(inside, ORANGE) > 200
+
+
+def test_png_of_one_plugin_has_one_curve(tmp_path):
+    import matplotlib.image
+
+    pixels = matplotlib.image.imread(plot.write(tmp_path / "one.png", [sha256(["hashlib"])]))
+    assert coloured(pixels, BLUE) > 200
+    assert coloured(pixels, ORANGE) == 0
+
+
+def svg_lines(text):
+    root = ET.fromstring(text)
+    return root, {g.get("id") for g in root.iter(f"{SVG}g") if g.get("id", "").startswith("qcrypto-")}
+
+
+def test_svg_has_an_element_per_curve(tmp_path):
+    path = plot.write(tmp_path / "speed.svg", [sha256(), aes()], baseline=[sha256()])
+    root, ids = svg_lines(path.read_text())
+    assert ids == {"qcrypto-sha256-digest-openssl", "qcrypto-sha256-digest-pycryptodome",
+                   "qcrypto-sha256-digest-openssl-baseline",
+                   "qcrypto-sha256-digest-pycryptodome-baseline",
+                   "qcrypto-aes-128-cbc-decrypt-openssl"}
+    axes = [g for g in root.iter(f"{SVG}g") if re.fullmatch(r"axes_\d+", g.get("id", ""))]
+    assert len(axes) == 2
+    assert root.get("width").endswith("pt")
+
+
+def test_html_is_self_contained(tmp_path):
+    path = plot.write(tmp_path / "speed.html", [sha256()], text=["a <table> & more"])
+    page = path.read_text()
+    assert page.startswith("<!DOCTYPE html>")
+    assert page.count("<svg") == 1
+    assert "<pre>a &lt;table&gt; &amp; more</pre>" in page
+    for outside in ("<script", "<link", "<img", "src=", "@import"):
+        assert outside not in page
+    assert not re.search(r"url\((?!#)", page)  # only references within the page: url(#clip)
+    # the only addresses are the SVG namespace names, which nothing fetches
+    assert set(re.findall(r"https?://[^\"' )]+", page)) <= {
+        "http://www.w3.org/2000/svg", "http://www.w3.org/1999/xlink"}
+    svg = page[page.index("<svg"):page.index("</svg>") + len("</svg>")]
+    _, ids = svg_lines(svg)
+    assert ids == {"qcrypto-sha256-digest-openssl", "qcrypto-sha256-digest-pycryptodome"}
+
+
+def test_unknown_suffix_and_nothing_to_plot(tmp_path):
+    with pytest.raises(plot.PlotError, match="unknown plot suffix"):
+        plot.write(tmp_path / "speed.pdf", [sha256()])
+    with pytest.raises(plot.PlotError, match="no results to plot"):
+        plot.write(tmp_path / "speed.png", [])
+
+
+def without_matplotlib(monkeypatch):
+    real = importlib.util.find_spec
+    monkeypatch.setattr(importlib.util, "find_spec",
+                        lambda name, *a: None if name == "matplotlib" else real(name, *a))
+    for name in {"matplotlib", "matplotlib.figure",
+                 *(n for n in sys.modules if n.startswith("matplotlib."))}:
+        monkeypatch.setitem(sys.modules, name, None)  # an import of it raises ImportError
+
+
+def test_without_matplotlib_the_message_names_the_extra(monkeypatch):
+    without_matplotlib(monkeypatch)
+    with pytest.raises(SettingsError, match=re.escape("pip install 'pytest-qcrypto[plot]'")):
+        plot.check_path("speed.png")
+    with pytest.raises(plot.PlotError, match=re.escape("pip install 'pytest-qcrypto[plot]'")):
+        plot.figure([sha256()])
+
+
+# -- through pytest ----------------------------------------------------------------------------
+
+@pytest.mark.parametrize("name", ["out.png", "out.svg", "out.html"])
+def test_plot_option_writes_the_file(pytester, name):
+    r = pytester.runpytest("--qcrypto-digest", "sha256", "--qcrypto-plugin", "openssl",
+                           "--qcrypto-plugin", "hashlib", "--qcrypto-size", "16,64",
+                           "--qcrypto-plot", f"plots/{name}", *FAST)
+    assert r.ret == 0
+    data = (pytester.path / "plots" / name).read_bytes()
+    if name.endswith(".png"):
+        assert data[:8] == b"\x89PNG\r\n\x1a\n"
+    else:
+        assert b'id="qcrypto-sha256-digest-openssl"' in data
+        assert b'id="qcrypto-sha256-digest-hashlib"' in data
+
+
+def test_plot_option_draws_the_compared_baseline(pytester):
+    args = ("--qcrypto-digest", "sha256", "--qcrypto-plugin", "hashlib", "--qcrypto-size", "64")
+    assert pytester.runpytest(*args, "--qcrypto-save", "base.json", *FAST).ret == 0
+    pytester.runpytest(*args, "--qcrypto-compare", "base.json", "--qcrypto-plot", "cmp.svg", *FAST)
+    _, ids = svg_lines((pytester.path / "cmp.svg").read_text())
+    assert ids == {"qcrypto-sha256-digest-hashlib", "qcrypto-sha256-digest-hashlib-baseline"}
+
+
+def test_bad_plot_path_is_a_usage_error(pytester):
+    r = pytester.runpytest("--qcrypto-digest", "sha256", "--qcrypto-plot", "out.jpg")
+    assert r.ret == 4
+    r.stderr.fnmatch_lines(["ERROR: --qcrypto-plot: 'out.jpg' must end in .png, .svg or .html"])
+
+
+def test_missing_matplotlib_is_a_usage_error_naming_the_extra(pytester, monkeypatch):
+    real = importlib.util.find_spec
+    monkeypatch.setattr(importlib.util, "find_spec",
+                        lambda name, *a: None if name == "matplotlib" else real(name, *a))
+    r = pytester.runpytest("--qcrypto-digest", "sha256", "--qcrypto-plot", "out.png")
+    assert r.ret == 4
+    assert ("ERROR: --qcrypto-plot needs matplotlib, which is not installed: "
+            "pip install 'pytest-qcrypto[plot]'") in r.stderr.str()
