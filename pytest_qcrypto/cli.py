@@ -195,7 +195,7 @@ def report(files: Sequence[str], unit: str | None = None, fmt: str | None = None
                          else legend)
     out.write("".join(f"{line}\n" for line in lines))
     out.flush()
-    problems = render.write_files(tables, output)
+    problems = render.write_files(tables, output, text=lines)
     for problem in problems:
         sys.stderr.write(f"ERROR: {problem}\n")
     return 1 if problems else 0

@@ -375,6 +375,7 @@ def parse_output(unit: str | None = None, fmt: str | None = None, plot: str | No
         from pytest_qcrypto import plot as plotting
 
         plotting.check_path(plot)
+        plot = os.path.abspath(plot)  # where the run started, like --junitxml
     return Output(unit or DEFAULT_UNIT, fmt or FORMATS[0], plot, bool(bare))
 
 
@@ -422,9 +423,12 @@ def write_summary(terminal: Any, tables: Sequence[Table], output: Output, verbos
         terminal.write_line(f"ERROR: {problem}", red=True)
 
 
-def write_files(tables: Sequence[Table], output: Output,
-                baseline: Sequence[Table] = ()) -> list[str]:
-    """Append to ``$GITHUB_STEP_SUMMARY`` and write ``output.plot``; the problems met."""
+def write_files(tables: Sequence[Table], output: Output, baseline: Sequence[Table] = (),
+                text: Sequence[str] | None = None) -> list[str]:
+    """Append to ``$GITHUB_STEP_SUMMARY`` and write ``output.plot``; the problems met.
+
+    ``text`` goes under the plots of an HTML page (default: the tables as printed).
+    """
     problems: list[str] = []
     summary = os.environ.get("GITHUB_STEP_SUMMARY")
     if summary:
@@ -439,7 +443,8 @@ def write_files(tables: Sequence[Table], output: Output,
 
         try:
             plotting.write(output.plot, tables, output.unit, baseline,
-                           text=format_lines(tables, output.format, output.unit))
+                           text=format_lines(tables, output.format, output.unit)
+                           if text is None else text)
         except (OSError, plotting.PlotError) as exc:
             problems.append(f"--qcrypto-plot: cannot write {output.plot}: {exc}")
     return problems
