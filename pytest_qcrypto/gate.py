@@ -53,7 +53,7 @@ MARKS = {REGRESSION: "!", NOISE: "~", NOT_JUDGED: "?"}
 MARK_NOTES = {
     REGRESSION: "regression: slower than the threshold allows, on every try",
     NOISE: "slower than the threshold on every try, but within the spread of the rounds",
-    NOT_JUDGED: "not judged: different machine (--qcrypto-require-same-machine)",
+    NOT_JUDGED: "not judged: different machine (--qcrypto-require-same-machine) or jobs",
 }
 
 
@@ -522,7 +522,10 @@ class Gate:
         if base is not None:
             self.seen.add(key)
             threshold = self.thresholds.pick(m.algorithm, names, m.size) or self.default_threshold
-            if self.require_same_machine:
+            jobs = m.extra.get("jobs", 1)
+            if base.jobs != jobs:  # a sum over processes is not comparable with one process
+                not_judged = f"different jobs ({base.jobs} in the baseline, {jobs} now)"
+            elif self.require_same_machine:
                 diffs = [d.partition(":")[0] for d in self.machine_differences]
                 if self.library_difference(m.plugin, canonical):
                     diffs.append(f"{m.plugin} version")
@@ -606,10 +609,11 @@ class Gate:
         typed = list(dict.fromkeys(r.plugin for r in self.results))
         try:
             resolve = self._registry().resolve if typed else None
+            run_settings, state = self._run_state()
             doc = ResultsFile(
                 results=self.results, machine=results.fingerprint(),
                 plugins=results.plugin_entries(typed, resolve) if resolve else {},
-                complete=complete, settings=self._settings())
+                complete=complete, settings=run_settings, machine_state=state)
             for entry_typed, entry in doc.plugins.items():
                 entry["drivers"] = sorted({r.driver for r in self.results
                                            if r.plugin == entry_typed and r.driver})
@@ -630,10 +634,13 @@ class Gate:
             self.saved = (f"qcrypto: the run did not finish: {n} results saved to {target} "
                           "(\"complete\": false)")
 
-    def _settings(self) -> dict[str, Any]:
+    def _run_state(self) -> tuple[dict[str, Any], dict[str, Any] | None]:
+        """The run's min_time and rounds, and the machine state when measuring started."""
         run = self.config.pluginmanager.get_plugin("qcrypto-run")
         s = getattr(run, "settings", None)
-        return {"min_time_s": s.min_time, "rounds": s.rounds} if s is not None else {}
+        state = getattr(run, "machine_state", None)
+        return ({"min_time_s": s.min_time, "rounds": s.rounds} if s is not None else {},
+                state.as_dict() if hasattr(state, "as_dict") else None)
 
     def table_lines(self, table: Any) -> list[str]:
         """Under a results table: the change against the baseline per cell (compare mode).
@@ -703,10 +710,12 @@ class Gate:
             if v.baseline is not None and then != now:
                 lines.append(f"driver changed: {describe(v.measurement)}: {then or 'unknown'} "
                              f"(baseline) vs {now or 'unknown'} (now)")
-        unjudged = [v for v in verdicts if v.status == NOT_JUDGED]
-        if unjudged:
-            lines.append(f"not judged: different machine: {len(unjudged)} measurements pass "
-                         f"unjudged ({unjudged[0].not_judged.partition('(')[2].rstrip(')')})")
+        reasons: dict[str, int] = {}
+        for v in verdicts:
+            if v.status == NOT_JUDGED:
+                reasons[v.not_judged] = reasons.get(v.not_judged, 0) + 1
+        lines += [f"not judged: {why}: {n} measurement{'s pass' if n > 1 else ' passes'} "
+                  "unjudged" for why, n in reasons.items()]
         noisy = [v for v in verdicts if v.status == NOISE]
         lines += [f"within noise (not failed): {describe(v.measurement)}: change "
                   f"{v.change * 100:+.1f}% but rounds overlap the baseline's"  # type: ignore[operator]

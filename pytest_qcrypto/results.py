@@ -24,15 +24,20 @@ dashboards read them) and only change with ``schema_version``::
         {"algorithm": "sha256", "plugin": "openssl", "canonical_plugin": "openssl",
          "size": 4096, "direction": "digest", "operation": "hash one buffer ...",
          "count": 4096, "rounds_s": [0.0082, 0.0081, 0.0083], "cpu_s": [...],
-         "bytes_per_second": 2.07e9, "driver": null, "hardware": null,
+         "bytes_per_second": 2.07e9, "jobs": 1, "driver": null, "hardware": null,
          "test": "qcrypto::sha256[openssl-4096]"}
-      ]
+      ],
+      "machine_state": {"load": [0.1, 0.2, 0.2], ...}   # optional, see machine.py
     }
 
 ``bytes_per_second`` is ``count * size`` over the median of ``rounds_s``
 (seconds of wall time per round): the figure a regression gate compares.
-``cpu_s`` are the CPU seconds of the same rounds.  ``tries`` (optional) lists
-``bytes_per_second`` of every try when the gate measured a cell again.
+``cpu_s`` are the CPU seconds of the same rounds.  ``jobs`` is the number of
+processes that measured at once (``--qcrypto-jobs``; the figure is their sum).
+``tries`` (optional) lists ``bytes_per_second`` of every try when the gate
+measured a cell again.  ``machine_state`` (optional) is the load and clock
+state when measuring started: it differs between identical runs, so it is not
+part of the ``machine`` fingerprint.
 
 Schema 1 is the figures-only form: ``schema_version``, optional ``machine``,
 and ``results`` whose entries carry ``algorithm``, ``plugin``, ``size``,
@@ -177,18 +182,21 @@ class Result:
     hardware: bool | None = None
     test: str | None = None
     tries: tuple[float, ...] = ()
+    jobs: int = 1
 
     @classmethod
     def from_measurement(cls, m: Measurement, test: str | None = None,
                          tries: Iterable[Measurement] = ()) -> Result:
         """The saved form of ``m``; ``tries`` are all tries when the gate re-measured."""
         every = tuple(t.bytes_per_second for t in tries)
+        jobs = m.extra.get("jobs", 1)
         return cls(algorithm=m.algorithm, plugin=m.plugin, size=m.size, direction=m.direction,
                    bytes_per_second=m.bytes_per_second, count=m.count,
                    rounds_s=tuple(m.rounds_s), cpu_s=tuple(m.cpu_s),
                    canonical_plugin=m.canonical_plugin or m.plugin, operation=m.operation,
                    driver=m.driver, hardware=m.hardware, test=test,
-                   tries=every if len(every) > 1 else ())
+                   tries=every if len(every) > 1 else (),
+                   jobs=jobs if isinstance(jobs, int) and jobs > 0 else 1)
 
     @property
     def key(self) -> tuple[str, str, int, str]:
@@ -215,7 +223,7 @@ class Result:
             "canonical_plugin": self.canonical_plugin or self.plugin, "size": self.size,
             "direction": self.direction, "operation": self.operation, "count": self.count,
             "rounds_s": list(self.rounds_s), "cpu_s": list(self.cpu_s),
-            "bytes_per_second": self.bytes_per_second, "driver": self.driver,
+            "bytes_per_second": self.bytes_per_second, "jobs": self.jobs, "driver": self.driver,
             "hardware": self.hardware, "test": self.test,
         }
         if self.tries:
@@ -235,10 +243,11 @@ class ResultsFile:
     settings: dict[str, Any] = field(default_factory=dict)
     schema_version: int = SCHEMA_VERSION
     tool: dict[str, Any] = field(default_factory=dict)
+    machine_state: dict[str, Any] | None = None
     path: Path | None = None
 
     def to_json(self) -> dict[str, Any]:
-        return {
+        doc = {
             "format": FORMAT,
             "schema_version": SCHEMA_VERSION,
             "complete": self.complete,
@@ -249,6 +258,9 @@ class ResultsFile:
             "plugins": self.plugins,
             "results": [r.to_json() for r in self.results],
         }
+        if self.machine_state is not None:
+            doc["machine_state"] = self.machine_state
+        return doc
 
     def plugin_entry(self, canonical: str) -> dict[str, Any] | None:
         """The ``plugins`` entry of a plugin by canonical name (typed names differ by alias)."""
@@ -452,6 +464,7 @@ def _result(r: object, i: int, check: _Checker) -> Result:
         hardware=g(r, "hardware", w, "true, false or null",
                    lambda v: v is None or isinstance(v, bool), None),
         test=g(r, "test", w, "a string or null", opt_str, None),
+        jobs=g(r, "jobs", w, "a whole number from 1", lambda v: _is_int(v) and v >= 1, 1),
         tries=tuple(g(r, "tries", w, "a list of positive numbers",
                       lambda v: isinstance(v, list) and all(_is_number(x) and x > 0 for x in v),
                       [])),
@@ -489,7 +502,10 @@ def parse(doc: object, path: Path) -> ResultsFile:
         created=str(doc.get("created", "")),
         settings=doc.get("settings") if isinstance(doc.get("settings"), dict) else {},
         schema_version=doc["schema_version"],
-        tool=doc.get("tool") if isinstance(doc.get("tool"), dict) else {}, path=path)
+        tool=doc.get("tool") if isinstance(doc.get("tool"), dict) else {},
+        machine_state=g(doc, "machine_state", "", "an object or null",
+                        lambda v: v is None or isinstance(v, dict), None),
+        path=path)
 
 
 def load(path: Path) -> ResultsFile:

@@ -305,6 +305,8 @@ def test_save_then_load_through_pytest(pytester):
     assert [(e["plugin"], e["size"], e["test"]) for e in doc["results"]] == [
         ("fake", 16, "qcrypto::sha256[fake-16]"), ("fake", 64, "qcrypto::sha256[fake-64]")]
     assert doc["settings"] == {"min_time_s": 0.002, "rounds": 1}
+    assert {e["jobs"] for e in doc["results"]} == {1}
+    assert "load" in doc["machine_state"]  # the state at the start, beside the fingerprint
 
 
 def test_bad_save_path_is_a_usage_error(pytester):
