@@ -8,6 +8,7 @@ option, fixture or marker asks for a measurement.  The run's state lives in one
 
 from __future__ import annotations
 
+import signal
 import sys
 from collections.abc import Callable, Generator, Iterator
 from functools import cached_property
@@ -22,9 +23,11 @@ from pytest_qcrypto.catalog import Algorithm
 from pytest_qcrypto.harness import Measurement
 from pytest_qcrypto.registry import Registry, RegistryError, Selection
 from pytest_qcrypto.settings import Settings, SettingsError
+from pytest_qcrypto import timeout as qtimeout
 
 CASE_KEY = pytest.StashKey[Case]()
 RUN_NAME = "qcrypto-run"
+GUARD_NAME = "qcrypto-guard"
 
 
 def pytest_addhooks(pluginmanager: pytest.PytestPluginManager) -> None:
@@ -56,6 +59,7 @@ def pytest_addoption(parser: pytest.Parser) -> None:
                     help="time decryption instead of encryption.")
     group.addoption("--qcrypto-seed", metavar="N", default=None,
                     help="seed for keys and data (default: fresh random bytes each run).")
+    qtimeout.add_options(group, parser)
     group.addoption("--qcrypto-list", action="store_true", default=False,
                     help="list crypto plugins, their availability, libraries and algorithms, "
                          "then exit.")
@@ -100,6 +104,7 @@ def pytest_configure(config: pytest.Config) -> None:
     except (SettingsError, RegistryError) as exc:
         raise pytest.UsageError(str(exc)) from None
     config.pluginmanager.register(run, RUN_NAME)
+    config.pluginmanager.register(RunGuard(config), GUARD_NAME)
 
 
 def list_plugins(registry: Registry) -> list[str]:
@@ -199,6 +204,16 @@ class QcryptoRun:
         return output_of(self.config.getoption)
 
     @cached_property
+    def time_limits(self) -> tuple[float | None, bool]:
+        """``--qcrypto-timeout`` in seconds (None: off) and ``--qcrypto-isolate``."""
+        s = self.settings
+        seconds = qtimeout.parse_timeout(
+            self._ini_or_option("qcrypto_timeout", "qcrypto_timeout"), s.min_time, s.rounds)
+        isolate = bool(self.config.getoption("qcrypto_isolate"))
+        qtimeout.check_isolate(isolate)
+        return seconds, isolate
+
+    @cached_property
     def rng(self) -> Randomness:
         return Randomness(self.settings.seed)
 
@@ -227,6 +242,7 @@ class QcryptoRun:
             _ = self.selections
         self.gate.check()
         _ = self.output
+        _ = self.time_limits
 
     # -- collection --------------------------------------------------------------
 
@@ -373,7 +389,9 @@ class QcryptoRun:
         from pytest_qcrypto.fixture import QcryptoFixture
 
         s = self.settings
-        return QcryptoFixture(lambda: self.registry, self.record, s.min_time, s.rounds, self.rng)
+        timeout, isolate = self.time_limits
+        return QcryptoFixture(lambda: self.registry, self.record, s.min_time, s.rounds, self.rng,
+                              timeout=timeout, isolate=isolate)
 
 
 class SpeedMatrix(pytest.Collector):
@@ -464,3 +482,74 @@ def qcrypto_context(qcrypto: Any, qcrypto_case: Case) -> Any:
     ``measure(size)`` checks the known-answer vectors first, then times.
     """
     return qcrypto.open(qcrypto_case.algorithm, qcrypto_case.plugin)
+
+
+# -- reliability: SIGTERM, pytest-xdist -----------------------------------------------
+
+#: The skip reason of benchmark items on pytest-xdist workers.
+XDIST_SKIP = ("not measured under pytest-xdist: a measurement must not share the machine "
+              "with other tests; run benchmarks with -n 0")
+
+
+def is_benchmark(item: pytest.Item) -> bool:
+    """A matrix cell, a ``@pytest.mark.qcrypto`` test, or any test using the ``qcrypto`` fixture."""
+    return case_of(item) is not None or "qcrypto" in getattr(item, "fixturenames", ())
+
+
+class RunGuard:
+    """Keeps measurements off pytest-xdist workers and makes SIGTERM an interrupt.
+
+    Under ``-n N`` (N > 0) each worker skips its benchmark items (they would
+    share the CPUs with other tests) and runs everything else; the controller,
+    which collects nothing itself, counts those skips in the reports the
+    workers send and prints one notice.  In a run with benchmark items, a
+    SIGTERM (a CI runner's timeout) raises ``KeyboardInterrupt`` like Ctrl-C,
+    so that pytest's interrupt path runs: the summary shows what was measured
+    and ``--qcrypto-save`` writes it marked incomplete.  A second SIGTERM ends
+    the process at once.
+    """
+
+    def __init__(self, config: pytest.Config) -> None:
+        self.config = config
+        self.worker = hasattr(config, "workerinput")
+        self.skipped_on_workers = 0
+        self._sigterm_caught = False
+
+    def pytest_collection_modifyitems(self, items: list[pytest.Item]) -> None:
+        benchmarks = [item for item in items if is_benchmark(item)]
+        if self.worker:
+            for item in benchmarks:
+                item.add_marker(pytest.mark.skip(reason=XDIST_SKIP))
+        elif benchmarks:
+            self._catch_sigterm()
+
+    def pytest_runtest_logreport(self, report: pytest.TestReport) -> None:
+        if (not self.worker and report.when == "setup" and report.skipped
+                and XDIST_SKIP in str(report.longrepr)):
+            self.skipped_on_workers += 1  # a worker's report, relayed to the controller
+
+    def pytest_terminal_summary(self, terminalreporter: Any) -> None:
+        n = self.skipped_on_workers
+        if n:
+            workers = len(self.config.getoption("tx", None) or ()) or "several"
+            terminalreporter.write_sep("=", "qcrypto")
+            terminalreporter.write_line(
+                f"qcrypto: {n} benchmark item{'s' if n != 1 else ''} skipped: pytest-xdist ran "
+                f"{workers} workers, and a measurement must not share the machine with other "
+                "work; run benchmarks with -n 0")
+
+    def _catch_sigterm(self) -> None:
+        if not qtimeout.can_interrupt() or signal.getsignal(signal.SIGTERM) != signal.SIG_DFL:
+            return  # not the main thread, or someone else handles SIGTERM
+
+        def on_sigterm(signum: int, frame: Any) -> None:
+            signal.signal(signal.SIGTERM, signal.SIG_DFL)  # a second one ends the run at once
+            raise KeyboardInterrupt("received SIGTERM")
+
+        signal.signal(signal.SIGTERM, on_sigterm)
+        self._sigterm_caught = True
+
+    def pytest_unconfigure(self) -> None:
+        if self._sigterm_caught:
+            signal.signal(signal.SIGTERM, signal.SIG_DFL)
+            self._sigterm_caught = False

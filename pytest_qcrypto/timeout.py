@@ -163,34 +163,42 @@ def deadline(seconds: float | None) -> Iterator[None]:
     if seconds is None or not can_interrupt():
         yield
         return
-    start = time.monotonic()
-    ends = start + seconds
-    armed = [True]
+    ends = time.monotonic() + seconds
+    armed = True
+    earlier_due: float | None = None
+    earlier_interval = 0.0
 
     def on_alarm(signum: int, frame: FrameType | None) -> None:
-        if not armed[0]:
+        nonlocal earlier_due
+        if not armed:
             return
-        if time.monotonic() >= ends - 0.001:
+        now = time.monotonic()
+        if now >= ends - 0.001:
             raise MeasurementTimeout(seconds)
-        # the earlier timer is due first: hand it its alarm, then wait for ours
+        # the earlier timer is due first: hand it its alarm, then wait for the next one
+        earlier_due = earlier_due + earlier_interval if earlier_interval > 0 else None
         _call_handler(earlier_handler, signum, frame)
-        signal.setitimer(signal.ITIMER_REAL, max(ends - time.monotonic(), 0.001))
+        _arm(ends if earlier_due is None else min(ends, earlier_due))
 
     earlier_handler = signal.signal(signal.SIGALRM, on_alarm)
     earlier_delay, earlier_interval = signal.setitimer(signal.ITIMER_REAL, 0)
-    first = seconds if earlier_delay <= 0 else min(seconds, earlier_delay)
-    signal.setitimer(signal.ITIMER_REAL, first)
+    earlier_due = time.monotonic() + earlier_delay if earlier_delay > 0 else None
+    _arm(ends if earlier_due is None else min(ends, earlier_due))
     try:
         yield
     finally:
         try:
-            armed[0] = False
+            armed = False
         finally:
             signal.setitimer(signal.ITIMER_REAL, 0)
             signal.signal(signal.SIGALRM, earlier_handler)
-            if earlier_delay > 0:
-                left = earlier_delay - (time.monotonic() - start)
-                signal.setitimer(signal.ITIMER_REAL, max(left, 0.001), earlier_interval)
+            if earlier_due is not None:  # it fires at once if it came due meanwhile
+                _arm(earlier_due, earlier_interval)
+
+
+def _arm(due: float, interval: float = 0.0) -> None:
+    """Set ``ITIMER_REAL`` to fire at ``due`` (``time.monotonic()`` seconds), or right away."""
+    signal.setitimer(signal.ITIMER_REAL, max(due - time.monotonic(), 0.001), interval)
 
 
 def _call_handler(handler: Any, signum: int, frame: FrameType | None) -> None:
