@@ -512,15 +512,22 @@ class _AfalgContext(Context):
         return "it cannot be sent in chunks"
 
     def too_big(self, exc: OSError, size: int) -> Exception:
-        """The error to raise for a failed request of ``size`` bytes."""
-        if exc.errno == errno.ENOMEM and size > CHUNK:
+        """The error to raise for a failed request of ``size`` bytes.
+
+        The kernel keeps the scatter lists of one request in the socket's option
+        memory (net.core.optmem_max, 20 KiB by default): a request of more than
+        about 512 KiB fails with ENOMEM, or is taken only in part.  Above one
+        chunk that is a limit of the kernel, reported as :class:`Unsupported`.
+        """
+        if exc.errno in (errno.ENOMEM, errno.EMSGSIZE) and size > CHUNK:
             try:
                 with open("/proc/sys/net/core/optmem_max") as f:
-                    limit = f" (net.core.optmem_max = {f.read().strip()} bytes)"
+                    limit = f"socket option memory, net.core.optmem_max = {f.read().strip()} bytes"
             except OSError:
-                limit = ""
+                limit = "socket option memory"
+            what = errno_text(exc) if exc.errno == errno.ENOMEM else str(exc.strerror)
             return Unsupported(f"the kernel cannot take a {size}-byte request on one AF_ALG "
-                               f"socket: {errno_text(exc)}{limit}; {self.why_one_request()}")
+                               f"socket: {what} ({limit}); {self.why_one_request()}")
         return exc
 
     def close(self) -> None:

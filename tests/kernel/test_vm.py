@@ -1,0 +1,101 @@
+"""The afalg plugin on a real Linux kernel, booted under QEMU by ``tests/kernel/vm.py``.
+
+One boot runs ``tests/kernel/in_guest.py``: the guest tests of
+``afalg_guest.py`` (known answers, byte-for-byte agreement with ``openssl``,
+wrong tags, driver pinning, skip reasons) and the main command, whose table
+must have an ``afalg`` row of numbers and name the drivers.  Where the VM
+cannot run (no QEMU, no static busybox, no apt, the download fails) every test
+here skips, and the reason is printed at the end of the run.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import sys
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+import vm
+
+pytestmark = pytest.mark.kernel_vm
+
+ROOT = Path(__file__).resolve().parents[2]
+NUMBER = r"\d+\.\d\d"
+#: Seconds for one boot with both pytest runs (about 100 under TCG).
+TIMEOUT = 300
+
+
+class _SkipNote:
+    """Prints why the kernel VM tests skipped under the run's summary."""
+
+    def __init__(self, reason: str) -> None:
+        self.reason = reason
+
+    def pytest_terminal_summary(self, terminalreporter: Any) -> None:
+        terminalreporter.write_line(f"kernel VM tests skipped: {self.reason}")
+
+
+@pytest.fixture(scope="module")
+def guest(request: pytest.FixtureRequest) -> dict[str, Any]:
+    """The JSON report of ``in_guest.py`` from one boot (skips when the VM cannot run)."""
+    try:
+        machine = vm.prepare()
+    except vm.VMUnavailable as exc:
+        if not request.config.pluginmanager.has_plugin("qcrypto-kernel-vm-skip"):
+            request.config.pluginmanager.register(_SkipNote(str(exc)), "qcrypto-kernel-vm-skip")
+        pytest.skip(f"kernel VM unavailable: {exc}")
+    env = {k: v for k, v in os.environ.items()
+           if not k.startswith(("PYTEST_", "COV_", "_PYTEST"))}
+    result = machine.run([sys.executable, "tests/kernel/in_guest.py"], cwd=ROOT, env=env,
+                         timeout=TIMEOUT)
+    if result.returncode != 0:
+        pytest.fail(f"the guest run failed (exit {result.returncode}):\n{result.stderr[-3000:]}"
+                    f"\nconsole:\n{result.console}", pytrace=False)
+    return json.loads(result.stdout.strip().splitlines()[-1])
+
+
+def show(run: dict[str, Any]) -> str:
+    return f"$ {' '.join(run['argv'])}\n{run['stdout'][-6000:]}\n{run['stderr'][-2000:]}"
+
+
+def table(lines: list[str], header: str) -> tuple[list[str], list[str]]:
+    """(rows, notes) of one table: the column line and rows, then the indented notes."""
+    start = lines.index(header)
+    rows, notes = [], []
+    for line in lines[start + 1:]:
+        if not line.strip() or line.startswith("="):
+            break
+        (notes if line.startswith("  ") else rows).append(line)
+    return rows, notes
+
+
+def test_guest_kernel_has_af_alg(guest: dict[str, Any]) -> None:
+    assert re.match(r"\d+\.\d+", guest["kernel"])
+
+
+def test_afalg_known_answers_and_byte_comparison_pass(guest: dict[str, Any]) -> None:
+    run = guest["guest_tests"]
+    assert run["returncode"] == 0, show(run)
+    summary = run["stdout"].strip().splitlines()[-1]
+    assert re.search(r"\d+ passed", summary) and "failed" not in summary, show(run)
+    assert "error" not in summary, show(run)
+
+
+def test_speed_table_has_an_afalg_row_of_numbers_and_drivers(guest: dict[str, Any]) -> None:
+    run = guest["speed"]
+    assert run["returncode"] == 0, show(run)
+    lines = run["stdout"].splitlines()
+    for header, driver in (("Benchmark results for 'sha256' digest (KiB/s):", r"sha256-\S+"),
+                           ("Benchmark results for 'aes-128-cbc' cipher (KiB/s):",
+                            r"cbc-aes-\S+|cbc\(aes-\S+\)")):
+        rows, notes = table(lines, header)
+        assert [r.split()[0] for r in rows] == ["plugin", "afalg", "openssl"], show(run)
+        for row in rows[1:]:
+            cells = row.split()[1:]
+            assert len(cells) == 7 and all(re.fullmatch(NUMBER, c) for c in cells), row
+        assert any(re.fullmatch(rf"  afalg: driver ({driver}) \(software\)", n) for n in notes), \
+            show(run)
