@@ -25,6 +25,8 @@ Python; :class:`Gate` is the pytest side, driven by ``QcryptoRun``.
 from __future__ import annotations
 
 import math
+import statistics
+import time
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -38,6 +40,10 @@ from pytest_qcrypto.results import Result, ResultsFile
 from pytest_qcrypto.settings import SettingsError
 
 DEFAULT_THRESHOLD = 10.0
+#: A try that waited more than this share of its time for a CPU shows its figure without
+#: the wait in messages; at most MAX_BUSY is taken out (a try that only waited says nothing).
+BUSY_SHARE = 0.05
+MAX_BUSY = 0.9
 DEFAULT_CONFIRM = 2
 MAX_CONFIRM = 20
 WILDCARD = "*"
@@ -46,13 +52,14 @@ WILDCARD = "*"
 CellKey = tuple[str, str, int, str]
 
 # Verdict states, and the marker of each in the change table.
-OK, NEW, REGRESSION, NOISE, RECOVERED, NOT_JUDGED, GONE = (
-    "ok", "no baseline", "regression", "within noise", "passed on a retry", "not judged",
-    "missing")
-MARKS = {REGRESSION: "!", NOISE: "~", NOT_JUDGED: "?"}
+OK, NEW, REGRESSION, NOISE, BUSY, RECOVERED, NOT_JUDGED, GONE = (
+    "ok", "no baseline", "regression", "within noise", "machine busy", "passed on a retry",
+    "not judged", "missing")
+MARKS = {REGRESSION: "!", NOISE: "~", BUSY: "~", NOT_JUDGED: "?"}
 MARK_NOTES = {
     REGRESSION: "regression: slower than the threshold allows, on every try",
-    NOISE: "slower than the threshold on every try, but within the spread of the rounds",
+    NOISE: "slower than the threshold on every try, but within the spread of the rounds "
+           "or only while other work kept the CPUs busy",
     NOT_JUDGED: "not judged: different machine (--qcrypto-require-same-machine) or jobs",
 }
 
@@ -284,6 +291,11 @@ class Verdict:
     status: str = OK
     failures: list[str] = field(default_factory=list)
     not_judged: str = ""
+    #: per try, the share of its time spent waiting for a CPU (None: not known)
+    busy: list[float | None] = field(default_factory=list)
+    #: for BUSY: the change without the wait for a CPU
+    busy_change: float = 0.0
+    tries_text: str = ""
 
     @property
     def change(self) -> float | None:
@@ -300,59 +312,124 @@ class Verdict:
         return "; ".join(self.failures)
 
 
-def _tries_text(tries: Sequence[Measurement], best: Measurement) -> str:
-    figures = ", ".join(_kib(t.bytes_per_second) for t in tries)
-    return f"tries: {figures} KiB/s (best {_kib(best.bytes_per_second)})"
+def cpu_wait_s() -> float | None:
+    """Seconds this thread has been runnable but waiting for a CPU (Linux schedstat).
+
+    Other processes cause this wait; sleeping or waiting for a device do not.
+    None where ``/proc/thread-self/schedstat`` does not exist.
+    """
+    try:
+        with open("/proc/thread-self/schedstat", encoding="ascii") as f:
+            return int(f.read().split()[1]) / 1e9
+    except (OSError, ValueError, IndexError):
+        return None
+
+
+def metered(again: Callable[[], Measurement], clock: Callable[[], float] = time.perf_counter,
+            wait: Callable[[], float | None] = cpu_wait_s) -> tuple[Measurement, float | None]:
+    """Run one try; return it and the share of its time spent waiting for a CPU (or None)."""
+    w0, t0 = wait(), clock()
+    m = again()
+    t1, w1 = clock(), wait()
+    if w0 is None or w1 is None or t1 <= t0:
+        return m, None
+    return m, min(max((w1 - w0) / (t1 - t0), 0.0), MAX_BUSY)
+
+
+def without_wait(m: Measurement, share: float | None) -> tuple[float, float]:
+    """Bytes per second of the median and of the fastest round, the wait for a CPU taken out.
+
+    ``share`` is the part of the try's time the thread waited for a CPU.  Each
+    round loses that share of its wall time, but never more than the round's
+    wall time beyond its CPU time: a round cannot have waited longer than it
+    was off the CPU, and time off the CPU that was not a wait (a plugin
+    sleeping, a device working) stays.  Without ``share`` or CPU times the
+    figures are the measured ones.
+    """
+    if not share or len(m.cpu_s) != len(m.rounds_s):
+        return m.bytes_per_second, fastest_round_bps(m)
+    rounds = [w - min(max(w - c, 0.0), share * w) for w, c in zip(m.rounds_s, m.cpu_s)]
+    work = m.count * m.size
+    return work / statistics.median(rounds), work / min(rounds)
+
+
+def _tries_text(tries: Sequence[Measurement], busy: Sequence[float | None], best: float) -> str:
+    parts = []
+    for m, b in zip(tries, busy):
+        text = _kib(m.bytes_per_second)
+        if b is not None and b > BUSY_SHARE:
+            text += (f" (waited {b:.0%} of the try for a CPU: "
+                     f"{_kib(without_wait(m, b)[0])} without the wait)")
+        parts.append(text)
+    return f"tries: {', '.join(parts)} KiB/s (best {_kib(best)})"
 
 
 def judge_tries(first: Measurement, again: Callable[[], Measurement] | None, confirm: int,
                 baseline: Result | None, threshold: Rule | None, floor: Rule | None,
-                not_judged: str = "") -> Verdict:
+                not_judged: str = "",
+                meter: Callable[[Callable[[], Measurement]],
+                                tuple[Measurement, float | None]] = metered) -> Verdict:
     """Judge ``first``, measuring again (at most ``confirm`` more tries) while it fails.
 
-    Without a baseline (or when ``not_judged`` gives a reason) only the floor
-    applies.  Returns the :class:`Verdict`; failing the test is the caller's.
+    ``meter(again)`` runs one more try and tells what share of its time the
+    thread waited for a CPU (other work on the machine); a try's figure for
+    judging is its throughput without that wait.  A sleeping or slower plugin
+    does not wait for a CPU, so its slowdown stays whole.  Without a baseline
+    (or when ``not_judged`` gives a reason) only the floor applies.  Returns
+    the :class:`Verdict`; failing the test is the caller's.
     """
     judged = baseline is not None and threshold is not None and not not_judged
+    tries, busy = [first], [None]  # the first try was not metered
 
-    def regressed(m: Measurement) -> bool:
-        return judged and slowdown(m.bytes_per_second, baseline.bytes_per_second) * 100 \
+    def figure(i: int) -> float:
+        return without_wait(tries[i], busy[i])[0]
+
+    def regressed(bps: float) -> bool:
+        return judged and slowdown(bps, baseline.bytes_per_second) * 100 \
             > threshold.value  # type: ignore[union-attr]
 
-    def below_floor(m: Measurement) -> bool:
-        return floor is not None and m.kib_per_s < floor.value
+    def below_floor(bps: float) -> bool:
+        return floor is not None and bps / KIB < floor.value
 
-    tries = [first]
     if again is not None:
-        while len(tries) <= confirm and (regressed(tries[-1]) or below_floor(tries[-1])):
-            tries.append(again())
-    best = max(tries, key=lambda t: t.bytes_per_second)
-    v = Verdict(best, tries, baseline, threshold, floor, not_judged=not_judged)
+        while len(tries) <= confirm and (regressed(figure(-1)) or below_floor(figure(-1))):
+            m, b = meter(again)
+            tries.append(m)
+            busy.append(b)
+    best = max(range(len(tries)), key=figure)
+    kept = max(tries, key=lambda t: t.bytes_per_second)  # the figure shown and saved
+    v = Verdict(kept, tries, baseline, threshold, floor, not_judged=not_judged, busy=busy)
+    tries_text = _tries_text(tries, busy, figure(best))
     if baseline is None:
         v.status = NEW
     elif not_judged:
         v.status = NOT_JUDGED
-    elif regressed(best):
+    elif regressed(figure(best)):
         assert threshold is not None
-        fastest, slowest_base = fastest_round_bps(best), baseline.slowest_round_bytes_per_second
+        fastest = without_wait(tries[best], busy[best])[1]
+        slowest_base = baseline.slowest_round_bytes_per_second
         if fastest < slowest_base:
             v.status = REGRESSION
             v.failures.append(
-                f"regression: {describe(best)}: {_kib(best.bytes_per_second)} KiB/s now, "
+                f"regression: {describe(kept)}: {_kib(figure(best))} KiB/s now, "
                 f"baseline {_kib(baseline.bytes_per_second)} KiB/s, change "
-                f"{v.change * 100:+.1f}%, threshold {threshold.value:g}% "  # type: ignore[operator]
-                f"({threshold.source}); {_tries_text(tries, best)}; its fastest round "
+                f"{change(figure(best), baseline.bytes_per_second) * 100:+.1f}%, threshold "
+                f"{threshold.value:g}% ({threshold.source}); {tries_text}; its fastest round "
                 f"{_kib(fastest)} KiB/s is below the baseline's slowest round "
                 f"{_kib(slowest_base)} KiB/s")
         else:
             v.status = NOISE
-    elif len(tries) > 1 and any(regressed(t) for t in tries):
+    elif regressed(kept.bytes_per_second):
+        v.status = BUSY  # slower by the clock, not once the wait for a CPU is taken out
+        v.busy_change = change(figure(best), baseline.bytes_per_second)
+    elif any(regressed(figure(i)) for i in range(len(tries))):
         v.status = RECOVERED
-    if below_floor(best):
+    if below_floor(figure(best)):
         assert floor is not None
         v.failures.append(
-            f"below floor: {describe(best)}: {best.kib_per_s:.2f} KiB/s, floor "
-            f"{floor.value:.2f} KiB/s ({floor.source}); {_tries_text(tries, best)}")
+            f"below floor: {describe(kept)}: {_kib(figure(best))} KiB/s, floor "
+            f"{floor.value:.2f} KiB/s ({floor.source}); {tries_text}")
+    v.tries_text = tries_text
     return v
 
 
@@ -675,6 +752,8 @@ class Gate:
         for p in table.plugins:
             lines.append(p.ljust(label_w) + "".join(texts[(p, s)].rjust(cell_w)
                                                     for s in table.sizes))
+        if BUSY in used:
+            used.add(NOISE)
         lines += [f"  {MARKS[s]} {MARK_NOTES[s]}" for s in (REGRESSION, NOISE, NOT_JUDGED)
                   if s in used]
         return lines
@@ -720,8 +799,11 @@ class Gate:
         lines += [f"within noise (not failed): {describe(v.measurement)}: change "
                   f"{v.change * 100:+.1f}% but rounds overlap the baseline's"  # type: ignore[operator]
                   for v in noisy]
-        lines += [f"passed on a retry: {describe(v.measurement)}: "
-                  f"{_tries_text(v.tries, v.measurement)}"
+        lines += [f"machine busy (not failed): {describe(v.measurement)}: change "
+                  f"{v.change * 100:+.1f}% by the clock, {v.busy_change * 100:+.1f}% "  # type: ignore[operator]
+                  f"without the time spent waiting for a CPU; {v.tries_text}"
+                  for v in verdicts if v.status == BUSY]
+        lines += [f"passed on a retry: {describe(v.measurement)}: {v.tries_text}"
                   for v in verdicts if v.status == RECOVERED]
         if self.gone:
             what = ("in the baseline, skipped now (allowed by --qcrypto-allow-missing)"

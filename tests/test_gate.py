@@ -27,10 +27,12 @@ class Missing(CryptoPlugin):
 USAGE = pytest.ExitCode.USAGE_ERROR
 
 
-def m(seconds, rounds=None, size=4096, count=1000, plugin="openssl"):
-    """A measurement whose median round took ``seconds``."""
-    return Measurement("sha256", plugin, size, "digest", count,
-                       tuple(rounds or (seconds,)), canonical_plugin=plugin)
+def m(seconds, rounds=None, size=4096, count=1000, plugin="openssl", cpu=None):
+    """A measurement whose median round took ``seconds`` (``cpu`` seconds on the CPU)."""
+    rounds = tuple(rounds or (seconds,))
+    return Measurement("sha256", plugin, size, "digest", count, rounds,
+                       cpu_s=(cpu,) * len(rounds) if cpu is not None else (),
+                       canonical_plugin=plugin)
 
 
 # -- parsing ----------------------------------------------------------------------------------
@@ -104,15 +106,22 @@ def test_marker_floors():
 TEN = Rule(None, None, None, 10.0, "--qcrypto-threshold")
 
 
-def tries_of(*seconds):
+def tries_of(*seconds, cpu=None):
     """An ``again`` callable returning measurements of the given seconds, in order."""
-    queue = [m(s) for s in seconds]
+    queue = [m(s, cpu=cpu) for s in seconds]
     return lambda: queue.pop(0)
+
+
+def judge(*args, busy=(), **kw):
+    """judge_tries whose retries waited the given shares of their time for a CPU."""
+    shares = list(busy)
+    return judge_tries(*args, meter=lambda again: (again(), shares.pop(0) if shares else 0.0),
+                       **kw)
 
 
 def test_real_regression_fails_after_every_try():
     base = Result.from_measurement(m(0.010, rounds=(0.0099, 0.010, 0.0102)))
-    v = judge_tries(m(0.013), tries_of(0.0131, 0.0129), 2, base, TEN, None)
+    v = judge(m(0.013), tries_of(0.0131, 0.0129), 2, base, TEN, None)
     assert v.failed and v.status == gate.REGRESSION and len(v.tries) == 3
     assert v.measurement.median_s == 0.0129  # the best try is kept
     text = v.message
@@ -127,13 +136,13 @@ def test_real_regression_fails_after_every_try():
 
 def test_short_slowdown_recovers_on_a_retry():
     base = Result.from_measurement(m(0.010))
-    v = judge_tries(m(0.020), tries_of(0.0101, 0.030), 2, base, TEN, None)
+    v = judge(m(0.020), tries_of(0.0101, 0.030), 2, base, TEN, None)
     assert not v.failed and v.status == gate.RECOVERED and len(v.tries) == 2
 
 
 def test_no_retry_when_within_threshold():
     base = Result.from_measurement(m(0.010))
-    v = judge_tries(m(0.0105), tries_of(), 2, base, TEN, None)
+    v = judge(m(0.0105), tries_of(), 2, base, TEN, None)
     assert v.status == gate.OK and len(v.tries) == 1
     assert v.change == pytest.approx(0.010 / 0.0105 - 1)
 
@@ -141,20 +150,66 @@ def test_no_retry_when_within_threshold():
 def test_within_the_spread_of_the_rounds_passes():
     # the baseline's slowest round was 30% slower than its median: a 15% slowdown is noise
     base = Result.from_measurement(m(0.010, rounds=(0.0095, 0.010, 0.013)))
-    v = judge_tries(m(0.0118, rounds=(0.0118, 0.0118, 0.0120)), tries_of(0.0118, 0.0118), 2,
+    v = judge(m(0.0118, rounds=(0.0118, 0.0118, 0.0120)), tries_of(0.0118, 0.0118), 2,
                     base, TEN, None)
     assert not v.failed and v.status == gate.NOISE
 
 
 def test_confirm_zero_means_one_try():
     base = Result.from_measurement(m(0.010))
-    v = judge_tries(m(0.020), tries_of(0.010), 0, base, TEN, None)
+    v = judge(m(0.020), tries_of(0.010), 0, base, TEN, None)
     assert v.failed and len(v.tries) == 1
+
+
+def test_wait_for_a_cpu_is_taken_out():
+    # every try 40% slower by the clock: the rounds waited 40% of their time for a CPU
+    base = Result.from_measurement(m(0.010, cpu=0.010))
+    v = judge(m(0.0167, cpu=0.010), tries_of(0.0167, 0.0167, cpu=0.010), 2, base, TEN, None,
+              busy=[0.4, 0.4])
+    assert not v.failed and v.status == gate.BUSY and len(v.tries) == 2
+    assert v.change == pytest.approx(0.010 / 0.0167 - 1)
+    assert v.busy_change == pytest.approx(0.010 / 0.010020 - 1)
+    assert "waited 40% of the try for a CPU" in v.tries_text
+
+
+def test_wait_is_never_taken_from_cpu_time():
+    # the try waited 50% for a CPU, but not during its rounds (all CPU): nothing to take out
+    base = Result.from_measurement(m(0.010, cpu=0.010))
+    v = judge(m(0.020, cpu=0.020), tries_of(0.020, 0.020, cpu=0.020), 2, base, TEN, None,
+              busy=[0.5, 0.5])
+    assert v.failed and v.status == gate.REGRESSION and "change -50.0%" in v.message
+
+
+def test_sleeping_is_not_a_wait_for_a_cpu():
+    # a plugin that sleeps half of each round, on an idle machine: a regression
+    base = Result.from_measurement(m(0.010, cpu=0.010))
+    v = judge(m(0.020, cpu=0.010), tries_of(0.020, 0.020, cpu=0.010), 2, base, TEN, None,
+              busy=[0.0, 0.01])
+    assert v.failed and v.status == gate.REGRESSION
+
+
+def test_a_real_regression_on_a_busy_machine_still_fails():
+    # code 30% slower (0.01429 s of CPU), and its rounds waited 20% of their time for a CPU
+    base = Result.from_measurement(m(0.010, cpu=0.010))
+    v = judge(m(0.01786, cpu=0.01429), tries_of(0.01786, 0.01786, cpu=0.01429), 2, base, TEN,
+              None, busy=[0.2, 0.2])
+    assert v.failed and v.status == gate.REGRESSION
+    assert "change -30.0%" in v.message and "waited 20% of the try for a CPU" in v.message
+
+
+def test_metered_reads_the_wait_of_this_thread():
+    clock = iter([1.0, 3.0]).__next__
+    wait = iter([10.0, 10.5]).__next__
+    measured, share = gate.metered(lambda: m(0.01), clock, wait)
+    assert share == 0.25 and measured.median_s == 0.01
+    assert gate.metered(lambda: m(0.01), clock=iter([1.0, 2.0]).__next__,
+                        wait=lambda: None)[1] is None
+    assert gate.cpu_wait_s() is None or gate.cpu_wait_s() >= 0
 
 
 def test_floor_without_baseline():
     floor = Rule(None, None, None, 1e9, "qcrypto_floors: '* = 1e9'")
-    v = judge_tries(m(0.010), tries_of(0.010, 0.009), 2, None, None, floor)
+    v = judge(m(0.010), tries_of(0.010, 0.009), 2, None, None, floor)
     assert v.status == gate.NEW and len(v.tries) == 3
     assert v.message.startswith("below floor: sha256 openssl 4096 B digest: ")
     assert "floor 1000000000.00 KiB/s (qcrypto_floors: '* = 1e9')" in v.message
@@ -162,7 +217,7 @@ def test_floor_without_baseline():
 
 def test_not_judged_only_floors_apply():
     base = Result.from_measurement(m(0.001))
-    v = judge_tries(m(0.010), tries_of(), 2, base, TEN, None, not_judged="different machine")
+    v = judge(m(0.010), tries_of(), 2, base, TEN, None, not_judged="different machine")
     assert not v.failed and v.status == gate.NOT_JUDGED and len(v.tries) == 1
 
 

@@ -15,8 +15,8 @@ from pytest_qcrypto.harness import Measurement
 from pytest_qcrypto.results import Result, ResultsError, ResultsFile
 
 #: A conftest adding the crypto plugin ``fake``: a correct sha256 (its known answers
-#: pass) whose timed loop busy-waits a set time per operation, so its throughput is
-#: known and no real speed is ever asserted.  ``fake_speed.json`` beside it sets:
+#: pass) whose timed loop spins for a set CPU time per operation, so its throughput
+#: on an idle CPU is known and no real speed is ever asserted.  ``fake_speed.json`` beside it sets:
 #: ``ns`` per operation (default 20000), ``slow`` (factor), ``slow_measurements``
 #: (indexes of measurements of the run, or "all") made that much slower, and
 #: ``hiccup_round2`` (indexes) where only the second timed round is slow;
@@ -32,9 +32,9 @@ MEASURED = [0]
 def spec():
     return json.loads(SPEC.read_text()) if SPEC.exists() else {}
 
-def busy(ns):
-    end = time.perf_counter_ns() + ns
-    while time.perf_counter_ns() < end:
+def busy(ns):  # CPU time, not wall time: other processes slow it down like real work
+    end = time.thread_time_ns() + ns
+    while time.thread_time_ns() < end:
         pass
 
 class FakeContext(Context):
