@@ -1,0 +1,718 @@
+"""The afalg plugin on this machine: every error path, chunking, AEAD layout, contexts.
+
+This machine's kernel has no AF_ALG, so the plugin's socket calls go to
+:class:`FakeAlgKernel`, a test double of the kernel side of AF_ALG
+(``crypto/af_alg.c``, ``algif_hash.c``, ``algif_skcipher.c``,
+``algif_aead.c``): bind by name or driver, keys, the send queue bounded by
+SO_SNDBUF, MSG_MORE, IV chaining across requests, AAD || ciphertext || tag,
+EBADMSG.  It fails the test (rather than hang) where the real kernel would
+block.  The real kernel runs the same plugin code in ``tests/kernel/``.
+"""
+
+from __future__ import annotations
+
+import errno
+import hashlib
+import os
+import socket
+from pathlib import Path
+
+import pytest
+from cryptography.hazmat.primitives.ciphers import Cipher, algorithms, modes
+from cryptography.hazmat.primitives.ciphers.aead import AESGCM
+
+from conftest import FAST as _FAST
+from pytest_qcrypto import catalog, harness, kat
+from pytest_qcrypto.backends import AuthenticationError, Unavailable, Unsupported, Workload
+from pytest_qcrypto.backends import afalg
+from pytest_qcrypto.backends.afalg import CHUNK, AfalgPlugin, kernel_name, parse_proc_crypto
+from pytest_qcrypto.backends.openssl import OpenSSLPlugin
+
+SOL_ALG, ALG_SET_KEY, ALG_SET_AEAD_AUTHSIZE = 279, 1, 5
+ALG_OP_DECRYPT, ALG_OP_ENCRYPT = 0, 1
+MSG_MORE, MSG_DONTWAIT = 0x8000, 0x40
+SO_SNDBUF, SO_RCVBUF, SO_SNDBUFFORCE, SO_RCVBUFFORCE = 7, 8, 32, 33
+PAGE = 4096
+OPENSSL = OpenSSLPlugin()
+#: Fast matrix options; hypothesis's plugin is left out of the in-process runs (slow to load).
+FAST = (*_FAST, "-p", "no:hypothesispytest")
+
+
+def _hash(name):
+    return lambda key: hashlib.new(name)
+
+
+def _cbc(key, iv, enc):
+    c = Cipher(algorithms.AES(key), modes.CBC(iv))
+    return c.encryptor() if enc else c.decryptor()
+
+
+#: (type, cra_name) -> (driver, priority, what it computes)
+ALGS = {
+    ("hash", "sha256"): ("sha256-avx2", 170, "sha256"),
+    ("hash", "sha1"): ("sha1-generic", 100, "sha1"),
+    ("skcipher", "cbc(aes)"): ("cbc-aes-aesni", 400, "cbc"),
+    ("skcipher", "ctr(aes)"): ("ctr-aes-aesni", 400, "ctr"),
+    ("skcipher", "ecb(aes)"): ("ecb-aes-aesni", 400, "ecb"),
+    ("skcipher", "xts(aes)"): ("xts-aes-aesni", 401, "xts"),
+    ("aead", "gcm(aes)"): ("generic-gcm-aesni", 400, "gcm"),
+}
+#: Extra drivers by name only (lower priority): bind pins them.
+EXTRA_DRIVERS = {("hash", "sha256-generic"): ("sha256", 100, "sha256")}
+
+
+def proc_crypto_text(algs=ALGS, extra=EXTRA_DRIVERS) -> str:
+    blocks = []
+    kinds = {"hash": "shash", "skcipher": "skcipher", "aead": "aead"}
+    for (typ, name), (driver, prio, _) in algs.items():
+        blocks.append(f"name         : {name}\ndriver       : {driver}\nmodule       : kernel\n"
+                      f"priority     : {prio}\nrefcnt       : 1\nselftest     : passed\n"
+                      f"internal     : no\ntype         : {kinds[typ]}\n")
+    for (typ, driver), (name, prio, _) in extra.items():
+        blocks.append(f"name         : {name}\ndriver       : {driver}\nmodule       : kernel\n"
+                      f"priority     : {prio}\nrefcnt       : 1\nselftest     : passed\n"
+                      f"internal     : no\ntype         : {kinds[typ]}\n")
+    blocks.append("name         : sha256\ndriver       : __sha256-internal\nmodule       : kernel\n"
+                  "priority     : 500\nselftest     : passed\ninternal     : yes\ntype         : shash\n")
+    return "\n".join(blocks)
+
+
+class FakeAlgKernel:
+    """Test double of the kernel behind AF_ALG sockets (see the module docstring).
+
+    ``types``: the socket types the kernel has (algif modules); ``sndbuf``:
+    the op sockets' starting SO_SNDBUF/SO_RCVBUF (net.core.wmem_default);
+    ``wmem_max`` caps SO_SNDBUF; ``privileged`` allows SO_*BUFFORCE;
+    ``optmem``: the largest request (bytes) before ENOMEM.
+    """
+
+    def __init__(self, types=("hash", "skcipher", "aead"), sndbuf=212992, wmem_max=212992,
+                 privileged=False, optmem=512 * 1024) -> None:
+        self.types, self.sndbuf, self.wmem_max = set(types), sndbuf, wmem_max
+        self.privileged, self.optmem = privileged, optmem
+        self.open_sockets: set[object] = set()
+        self.sends: list[tuple[int, int]] = []  # (bytes, flags) of every data send
+
+    def socket(self) -> FakeTfm:
+        return FakeTfm(self)
+
+    def lookup(self, typ, name):
+        if (typ, name) in ALGS:
+            return ALGS[(typ, name)][2]
+        for (t, n), (driver, _, what) in ALGS.items():
+            if t == typ and driver == name:
+                return what
+        if (typ, name) in EXTRA_DRIVERS:
+            return EXTRA_DRIVERS[(typ, name)][2]
+        return None
+
+
+class FakeTfm:
+    def __init__(self, kernel: FakeAlgKernel) -> None:
+        self.kernel, self.what, self.key, self.authsize = kernel, None, None, 16
+        kernel.open_sockets.add(self)
+
+    def bind(self, addr):
+        typ, name = addr
+        if typ not in self.kernel.types or self.kernel.lookup(typ, name) is None:
+            raise FileNotFoundError(errno.ENOENT, os.strerror(errno.ENOENT))
+        self.typ, self.what = typ, self.kernel.lookup(typ, name)
+
+    def setsockopt(self, level, opt, value, optlen=None):
+        assert level == SOL_ALG
+        if opt == ALG_SET_KEY:
+            if self.what in ("cbc", "ctr", "ecb", "gcm") and len(value) not in (16, 24, 32):
+                raise OSError(errno.EINVAL, os.strerror(errno.EINVAL))
+            self.key = bytes(value)
+        elif opt == ALG_SET_AEAD_AUTHSIZE:
+            assert value is None
+            self.authsize = optlen
+
+    def accept(self):
+        if self.what in ("cbc", "ctr", "ecb", "xts", "gcm") and self.key is None:
+            raise OSError(errno.ENOKEY, os.strerror(errno.ENOKEY))
+        return FakeOp(self), None
+
+    def close(self):
+        self.kernel.open_sockets.discard(self)
+
+
+class FakeOp:
+    def __init__(self, tfm: FakeTfm) -> None:
+        self.tfm, self.k = tfm, tfm.kernel
+        self.k.open_sockets.add(self)
+        self.queue, self.more, self.init = bytearray(), False, False
+        self.enc, self.iv, self.assoclen = False, b"", 0
+        self.sndbuf = self.rcvbuf = self.k.sndbuf
+        self.hash, self.digest = None, None
+
+    # -- sending ----------------------------------------------------------------
+    def sendmsg_afalg(self, msg=(), *, op, iv=None, assoclen=None, flags=0):
+        data = b"".join(bytes(m) for m in msg)
+        if self.tfm.typ == "hash":
+            raise AssertionError("hashes take no op/IV control message")
+        return self._send(data, flags, (op, iv, assoclen or 0))
+
+    def send(self, data, flags=0):
+        if self.tfm.typ == "hash":
+            if not self.more:
+                self.hash = hashlib.new(self.tfm.what)
+            self.hash.update(bytes(data))
+            self.more = bool(flags & MSG_MORE)
+            self.digest = None if self.more else self.hash.digest()
+            self.k.sends.append((len(data), flags))
+            return len(data)
+        return self._send(bytes(data), flags, None)
+
+    def _send(self, data, flags, control):
+        if self.init and not self.more and self.queue:
+            raise OSError(errno.EINVAL, "send after a final send whose data were not read")
+        if control is not None:
+            op, iv, assoclen = control
+            self.enc = op == ALG_OP_ENCRYPT
+            if iv is not None:
+                self.iv = bytes(iv)
+            self.assoclen = assoclen
+        self.init = True
+        room = (self.sndbuf & ~(PAGE - 1)) - len(self.queue)
+        take = len(data)
+        if take > room:
+            if not flags & MSG_DONTWAIT:
+                raise AssertionError("a blocking send beyond SO_SNDBUF would hang forever")
+            if room <= 0:
+                raise BlockingIOError(errno.EAGAIN, os.strerror(errno.EAGAIN))
+            take = room
+        self.queue += data[:take]
+        self.more = bool(flags & MSG_MORE) if take == len(data) else True
+        if data:
+            self.k.sends.append((take, flags))
+        return take
+
+    # -- receiving --------------------------------------------------------------
+    def recv_into(self, buf, nbytes=0):
+        view = memoryview(buf).cast("B")
+        n = nbytes or len(view)
+        if self.tfm.typ == "hash":
+            digest = self.digest or hashlib.new(self.tfm.what).digest()
+            view[:len(digest)] = digest
+            return len(digest)
+        if self.tfm.typ == "aead":
+            return self._aead(view, n)
+        if not self.queue:
+            raise AssertionError("recv with nothing queued would block forever")
+        if len(self.queue) > self.k.optmem:
+            raise OSError(errno.ENOMEM, os.strerror(errno.ENOMEM))
+        take = min(n, len(self.queue))
+        if self.more:
+            take -= take % 16
+        if take == 0:
+            raise AssertionError("recv of less than a block while MSG_MORE is set would block")
+        data = bytes(self.queue[:take])
+        del self.queue[:take]
+        view[:take] = self._skcipher(data)
+        return take
+
+    def _skcipher(self, data):
+        key, what, iv = self.tfm.key, self.tfm.what, self.iv
+        if what == "cbc":
+            out = (lambda c: c.update(data) + c.finalize())(_cbc(key, iv, self.enc))
+            self.iv = (out if self.enc else data)[-16:]
+            return out
+        if what == "ctr":
+            c = Cipher(algorithms.AES(key), modes.CTR(iv)).encryptor()
+            out = c.update(data) + c.finalize()
+            self.iv = ((int.from_bytes(iv, "big") + len(data) // 16) % (1 << 128)).to_bytes(16, "big")
+            return out
+        if what == "ecb":
+            c = Cipher(algorithms.AES(key), modes.ECB())
+            c = c.encryptor() if self.enc else c.decryptor()
+            return c.update(data) + c.finalize()
+        if what == "xts":  # Linux 6.1's generic xts does not hand back the next tweak
+            c = Cipher(algorithms.AES(key), modes.XTS(iv))
+            c = c.encryptor() if self.enc else c.decryptor()
+            return c.update(data) + c.finalize()
+        raise AssertionError(what)
+
+    def _aead(self, view, n):
+        if self.more or not self.init:
+            raise AssertionError("AEAD recv before the whole message was sent would block")
+        if len(self.queue) > self.k.optmem:
+            raise OSError(errno.ENOMEM, os.strerror(errno.ENOMEM))
+        msg, tag = bytes(self.queue), self.tfm.authsize
+        aad, body = msg[:self.assoclen], msg[self.assoclen:]
+        out_len = len(msg) + tag if self.enc else len(msg) - tag
+        if n < out_len or out_len > self.rcvbuf - PAGE:
+            raise OSError(errno.EINVAL, os.strerror(errno.EINVAL))
+        gcm = AESGCM(self.tfm.key)
+        if self.enc:
+            out = aad + gcm.encrypt(self.iv, body, aad or None)
+        else:
+            from cryptography.exceptions import InvalidTag
+            try:
+                out = aad + gcm.decrypt(self.iv, body, aad or None)
+            except InvalidTag:
+                raise OSError(errno.EBADMSG, os.strerror(errno.EBADMSG)) from None
+        self.queue.clear()
+        view[:len(out)] = out
+        return len(out)
+
+    # -- socket options -----------------------------------------------------------
+    def setsockopt(self, level, opt, value):
+        assert level == socket.SOL_SOCKET
+        if opt in (SO_SNDBUFFORCE, SO_RCVBUFFORCE) and not self.k.privileged:
+            raise PermissionError(errno.EPERM, os.strerror(errno.EPERM))
+        size = value * 2 if opt in (SO_SNDBUFFORCE, SO_RCVBUFFORCE) \
+            else min(value, self.k.wmem_max) * 2
+        if opt in (SO_SNDBUF, SO_SNDBUFFORCE):
+            self.sndbuf = size
+        else:
+            self.rcvbuf = size
+
+    def getsockopt(self, level, opt):
+        return self.sndbuf if opt == SO_SNDBUF else self.rcvbuf
+
+    def close(self):
+        self.k.open_sockets.discard(self)
+
+
+# -- fixtures and helpers ---------------------------------------------------------------
+
+
+@pytest.fixture
+def kernel() -> FakeAlgKernel:
+    return FakeAlgKernel()
+
+
+@pytest.fixture
+def plugin(kernel, tmp_path, monkeypatch) -> AfalgPlugin:
+    proc = tmp_path / "crypto"
+    proc.write_text(proc_crypto_text())
+    monkeypatch.setattr(afalg, "_netlink_flags", lambda driver: None)
+    return AfalgPlugin(socket_factory=kernel.socket, proc_crypto=str(proc))
+
+
+def alg(name):
+    a = catalog.lookup(name)
+    assert a is not None
+    return a
+
+
+def key_for(a):
+    return bytes(range(1, a.key_size + 1))
+
+
+def raising(exc):
+    def factory():
+        raise exc
+    return factory
+
+
+# -- names, /proc/crypto ------------------------------------------------------------------
+
+
+def test_kernel_names_of_the_catalog():
+    assert kernel_name(alg("aes-256-cbc")) == "cbc(aes)"
+    assert kernel_name(alg("aes-128-xts")) == "xts(aes)"
+    assert kernel_name(alg("aes-128-gcm")) == "gcm(aes)"
+    assert kernel_name(alg("chacha20")) == "chacha20"
+    assert kernel_name(alg("chacha20-poly1305")) == "rfc7539(chacha20,poly1305)"
+    assert kernel_name(alg("des-ede3-cbc")) == "cbc(des3_ede)"
+    assert kernel_name(alg("blake2b512")) == "blake2b-512"
+    assert kernel_name(alg("sha3-256")) == "sha3-256"
+    assert kernel_name(alg("sha512-224")) is None  # Linux has no SHA-512/224
+
+
+def test_parse_proc_crypto_and_the_kernel_choice():
+    records = parse_proc_crypto(proc_crypto_text())
+    best = afalg.drivers_of(records, "sha256", "hash")
+    assert [d.driver for d in best] == ["sha256-avx2", "sha256-generic"]  # internal one left out
+    assert afalg.drivers_of(records, "sha256", "skcipher") == []
+    assert afalg.describe_drivers(best) == "sha256-avx2 (priority 170), sha256-generic (priority 100)"
+
+
+def test_hardware_from_netlink_flags_or_the_module(plugin, monkeypatch):
+    rec = afalg.Driver("cbc(aes)", "cbc-aes-caam", module="caamalg", is_async=True)
+    monkeypatch.setattr(afalg, "_netlink_flags", lambda d: 0x1000 | 0x80)
+    assert AfalgPlugin().is_hardware(rec) is True
+    monkeypatch.setattr(afalg, "_netlink_flags", lambda d: 0x485)
+    assert AfalgPlugin().is_hardware(rec) is False  # the kernel's flag wins over the name
+    monkeypatch.setattr(afalg, "_netlink_flags", lambda d: None)
+    assert AfalgPlugin().is_hardware(rec) is True
+    assert AfalgPlugin().is_hardware(afalg.Driver("sha256", "sha256-avx2",
+                                                  module="sha256_ssse3")) is False
+    assert AfalgPlugin().is_hardware(afalg.Driver("x", "y", module="odd", is_async=True)) is None
+
+
+# -- availability -------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("exc, reason", [
+    (OSError(errno.EAFNOSUPPORT, os.strerror(errno.EAFNOSUPPORT)),
+     "socket(AF_ALG) failed: [EAFNOSUPPORT] Address family not supported by protocol: "
+     "this kernel has no AF_ALG (CONFIG_CRYPTO_USER_API, module af_alg)"),
+    (PermissionError(errno.EPERM, os.strerror(errno.EPERM)),
+     "socket(AF_ALG) failed: [EPERM] Operation not permitted: blocked by a seccomp or LSM "
+     "policy (container runtimes often do)"),
+    (AttributeError("module 'socket' has no attribute 'AF_ALG'"),
+     "this Python has no socket.AF_ALG (AF_ALG is Linux only)"),
+])
+def test_probe_reasons(exc, reason):
+    with pytest.raises(Unavailable) as info:
+        AfalgPlugin(socket_factory=raising(exc)).probe()
+    assert str(info.value) == reason
+
+
+def test_probe_of_this_machine_is_cheap_and_one_line():
+    try:
+        AfalgPlugin().probe()
+    except Unavailable as exc:
+        assert "\n" not in str(exc) and "AF_ALG" in str(exc)
+
+
+def test_missing_algorithm(plugin):
+    with pytest.raises(Unsupported, match=r"the kernel has no hash algorithm 'sha384' for sha384: "
+                                          r"bind\(\) gives \[ENOENT\]"):
+        plugin.open(alg("sha384"), b"")
+
+
+def test_missing_socket_type_is_named_and_other_types_go_on(kernel, plugin):
+    kernel.types.discard("aead")
+    with pytest.raises(Unsupported) as info:
+        plugin.open(alg("aes-128-gcm"), bytes(16))
+    assert str(info.value) == ("AF_ALG type 'aead' is not available: bind() gives [ENOENT] for "
+                               "every aead algorithm tried (module algif_aead missing or blacklisted)")
+    plugin.open(alg("sha256"), b"").close()
+    assert not kernel.open_sockets
+
+
+def test_bad_key_is_refused_with_the_errno_and_sockets_are_closed(kernel, plugin):
+    with pytest.raises(Unsupported, match=r"the kernel's cbc\(aes\) rejects a 5-byte key: \[EINVAL\]"):
+        plugin.open(alg("aes-128-cbc"), b"12345")
+    assert not kernel.open_sockets
+
+
+# -- driver pinning -------------------------------------------------------------------------
+
+
+def test_default_binds_the_highest_priority_driver(plugin):
+    ctx = plugin.open(alg("sha256"), b"")
+    assert (ctx.driver, ctx.hardware) == ("sha256-avx2", False)
+    ctx.close()
+
+
+def test_pinned_driver(plugin):
+    ctx = plugin.open(alg("sha256"), b"", "sha256-generic")
+    assert ctx.driver == "sha256-generic"
+    assert ctx.digest(b"abc") == hashlib.sha256(b"abc").digest()
+    ctx.close()
+
+
+def test_unknown_driver_lists_the_drivers_there_are(plugin):
+    with pytest.raises(Unsupported) as info:
+        plugin.open(alg("sha256"), b"", "sha256-ni")
+    assert str(info.value) == (
+        "the kernel has no hash driver 'sha256-ni': bind() gives [ENOENT]; drivers of sha256 "
+        "here: sha256-avx2 (priority 170), sha256-generic (priority 100)")
+
+
+def test_driver_of_another_algorithm(plugin):
+    with pytest.raises(Unsupported, match="driver 'sha1-generic' implements sha1, not sha256 "
+                                          r"\(sha256\); drivers of sha256 here: sha256-avx2"):
+        plugin.open(alg("sha256"), b"", "sha1-generic")
+
+
+def test_details_list_each_algorithm_with_drivers(plugin):
+    lines = plugin.details()
+    assert "  hash sha256 [sha256]: sha256-avx2 (priority 170), sha256-generic (priority 100)" \
+        in lines
+    assert any(x.startswith("  skcipher cbc(aes) [aes-128-cbc, aes-192-cbc, aes-256-cbc]: "
+                            "cbc-aes-aesni (priority 400)") for x in lines)
+    assert any(x.startswith("  hash sm3 [sm3]: not in this kernel (bind: [ENOENT]") for x in lines)
+
+
+def test_details_when_unavailable_say_what_to_enable():
+    lines = AfalgPlugin(socket_factory=raising(OSError(errno.EAFNOSUPPORT, "x"))).details()
+    assert lines and "CONFIG_CRYPTO_USER_API_HASH" in lines[0]
+
+
+# -- contexts: digests ------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("size", (0, 16, CHUNK, CHUNK + 1, 300_000))
+def test_digest_sends_at_most_one_chunk_at_a_time(kernel, plugin, size):
+    data = os.urandom(size)
+    ctx = plugin.open(alg("sha256"), b"")
+    assert ctx.digest(data) == hashlib.sha256(data).digest()
+    assert all(n <= CHUNK for n, _ in kernel.sends)
+    assert [f & MSG_MORE for _, f in kernel.sends] == \
+        [MSG_MORE] * (len(kernel.sends) - 1) + [0] * bool(kernel.sends)
+    ctx.close()
+
+
+@pytest.mark.parametrize("size", (16, 300_000))
+def test_digest_runner(plugin, size):
+    ctx = plugin.open(alg("sha256"), b"")
+    run = ctx.runner(Workload(os.urandom(size)))
+    run(3)
+    timing = harness.time_runner(run, min_time=0.001, rounds=1)
+    assert timing.count >= 1
+    ctx.close()
+
+
+# -- contexts: ciphers --------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("name", ("aes-128-cbc", "aes-256-ctr", "aes-128-ecb"))
+@pytest.mark.parametrize("size", (16, 4096, CHUNK, 81920, 300_000, 1 << 20))
+def test_cipher_output_is_byte_identical_to_openssl_at_every_size(kernel, plugin, name, size):
+    a = alg(name)
+    key, iv, data = key_for(a), os.urandom(a.iv_size), os.urandom(size)
+    ctx = plugin.open(a, key)
+    expect = OPENSSL.open(a, key).encrypt(iv, data)
+    assert ctx.encrypt(iv, data) == expect
+    assert ctx.decrypt(iv, expect) == data
+    assert max(n for n, _ in kernel.sends) <= CHUNK  # chunked: never more than 64 KiB a send
+    ctx.close()
+
+
+def test_cipher_runner_in_chunks_continues_the_stream(kernel, plugin):
+    a = alg("aes-128-cbc")
+    key, iv, data = key_for(a), os.urandom(16), os.urandom(300_000)
+    ctx = plugin.open(a, key)
+    ctx.runner(Workload(data, iv=iv))(2)
+    stream = OPENSSL.open(a, key).encrypt(iv, data + data)
+    op = ctx.op
+    assert op.iv == stream[-16:]  # the kernel's IV carried through both buffers
+    assert ctx.encrypt(iv, data) == stream[:300_000]  # a one-shot call starts afresh
+    ctx.close()
+
+
+def test_xts_goes_in_one_request_and_raises_the_send_buffer(kernel, plugin):
+    kernel.wmem_max = 1 << 20
+    a = alg("aes-128-xts")
+    key = bytes(range(32))
+    iv, data = os.urandom(16), os.urandom(300_000)
+    ctx = plugin.open(a, key)
+    assert ctx.encrypt(iv, data) == OPENSSL.open(a, key).encrypt(iv, data)
+    assert max(n for n, _ in kernel.sends) == 300_000
+    ctx.close()
+
+
+def test_request_larger_than_the_socket_allows_is_skipped_with_the_reason(kernel, plugin):
+    a = alg("aes-128-xts")
+    ctx = plugin.open(a, bytes(range(32)))
+    with pytest.raises(Unsupported) as info:
+        ctx.encrypt(os.urandom(16), os.urandom(500_000))
+    assert str(info.value) == (
+        "a 500000-byte request does not fit the AF_ALG socket's send buffer (425984 bytes; "
+        "SO_SNDBUF is capped by net.core.wmem_max and SO_SNDBUFFORCE needs CAP_NET_ADMIN); "
+        "aes-128-xts is not chunked: its kernel implementations do not hand back the next IV")
+    ctx.close()
+
+
+def test_privileged_force_beyond_wmem_max(kernel, plugin):
+    kernel.privileged = True
+    a = alg("aes-128-gcm")
+    key, nonce, data = bytes(16), os.urandom(12), os.urandom(450_000)
+    ctx = plugin.open(a, key)
+    assert ctx.encrypt(nonce, data) == AESGCM(key).encrypt(nonce, data, None)
+    ctx.close()
+
+
+def test_kernel_memory_limit_is_a_skip_with_the_reason_and_the_context_goes_on(kernel, plugin):
+    kernel.privileged, kernel.optmem = True, 400_000
+    a = alg("aes-128-gcm")
+    ctx = plugin.open(a, bytes(16))
+    with pytest.raises(Unsupported, match=r"the kernel cannot take a 450000-byte request on one "
+                                          r"AF_ALG socket: \[ENOMEM\] .*optmem_max.*AEAD message "
+                                          r"is authenticated as a whole and cannot be sent in chunks"):
+        ctx.encrypt(os.urandom(12), os.urandom(450_000))
+    nonce = os.urandom(12)
+    assert ctx.decrypt(nonce, ctx.encrypt(nonce, b"still works")) == b"still works"
+    ctx.close()
+
+
+def test_an_error_at_one_size_is_an_oserror_with_the_errno(plugin):
+    ctx = plugin.open(alg("aes-128-cbc"), bytes(16))
+    ctx.op.queue += b"x"  # a stale request the kernel refuses to append to
+    ctx.op.init = True
+    with pytest.raises(OSError) as info:
+        ctx.encrypt(bytes(16), bytes(32))
+    assert info.value.errno == errno.EINVAL
+    assert ctx.encrypt(bytes(16), bytes(32))  # the op socket was replaced
+    ctx.close()
+
+
+# -- contexts: AEADs ----------------------------------------------------------------------------
+
+
+def test_aead_layout_aad_ciphertext_tag(kernel, plugin):
+    a = alg("aes-128-gcm")
+    key, nonce, aad, data = bytes(range(16)), os.urandom(12), b"header", os.urandom(1000)
+    ctx = plugin.open(a, key)
+    sealed = ctx.encrypt(nonce, data, aad)
+    assert sealed == AESGCM(key).encrypt(nonce, data, aad)  # ciphertext || tag, AAD dropped
+    assert ctx.decrypt(nonce, sealed, aad) == data
+    ctx.close()
+
+
+def test_wrong_tag_is_an_authentication_failure_never_a_result(plugin):
+    a = alg("aes-128-gcm")
+    ctx = plugin.open(a, bytes(16))
+    nonce = os.urandom(12)
+    sealed = bytearray(ctx.encrypt(nonce, b"x" * 64))
+    sealed[-1] ^= 1
+    with pytest.raises(AuthenticationError, match=r"\[EBADMSG\]"):
+        ctx.decrypt(nonce, bytes(sealed))
+    sealed[-1] ^= 1
+    assert ctx.decrypt(nonce, bytes(sealed)) == b"x" * 64
+    ctx.close()
+
+
+def test_aead_known_answers_through_the_double(plugin):
+    a = alg("aes-128-gcm")
+    assert kat.check_vectors("afalg", a, lambda key: plugin.open(a, key)) == 3
+
+
+def test_aead_runner_uses_each_nonce_and_decrypt_runner_verifies(plugin):
+    a = alg("aes-128-gcm")
+    ctx = plugin.open(a, bytes(16))
+    nonces = tuple(os.urandom(12) for _ in range(4))
+    data = os.urandom(1024)
+    run = ctx.runner(Workload(data, nonces=nonces))
+    run(6)
+    sealed = ctx.encrypt(nonces[0], data)
+    ctx.runner(Workload(data, nonces=nonces, decrypt=True, ciphertext=sealed))(3)
+    bad = sealed[:-1] + bytes([sealed[-1] ^ 1])
+    with pytest.raises(AuthenticationError):
+        ctx.runner(Workload(data, nonces=nonces, decrypt=True, ciphertext=bad))(1)
+    ctx.close()
+
+
+# -- context lifetime -----------------------------------------------------------------------------
+
+
+def test_close_is_idempotent_and_releases_both_sockets(kernel, plugin):
+    ctx = plugin.open(alg("aes-128-cbc"), bytes(16))
+    assert len(kernel.open_sockets) == 2
+    ctx.close()
+    ctx.close()
+    assert not kernel.open_sockets
+    with pytest.raises(ValueError, match="closed"):
+        ctx.encrypt(bytes(16), bytes(16))
+
+
+def test_a_thousand_contexts_leave_no_socket_open(kernel, plugin):
+    for _ in range(1000):
+        plugin.open(alg("sha256"), b"").close()
+    assert not kernel.open_sockets
+
+
+# -- through pytest's command line ---------------------------------------------------------------
+
+
+@pytest.fixture
+def fake_kernel_plugin(kernel, tmp_path, monkeypatch):
+    """The built-in afalg plugin, wired to the fake kernel for in-process pytester runs."""
+    proc = tmp_path / "crypto"
+    proc.write_text(proc_crypto_text())
+    monkeypatch.setattr(afalg, "_netlink_flags", lambda driver: None)
+    monkeypatch.setattr(AfalgPlugin, "new_socket", lambda self: kernel.socket())
+    monkeypatch.setattr(AfalgPlugin, "read_drivers",
+                        lambda self: parse_proc_crypto(proc.read_text()))
+    return kernel
+
+
+def test_main_command_without_af_alg_skips_both_kernel_plugins_with_reasons(pytester,
+                                                                              monkeypatch):
+    monkeypatch.setattr(AfalgPlugin, "new_socket", lambda self: (_ for _ in ()).throw(
+        OSError(errno.EAFNOSUPPORT, os.strerror(errno.EAFNOSUPPORT))))
+    monkeypatch.setattr("pytest_qcrypto.backends.devcrypto.DevcryptoPlugin.open_device",
+                        lambda self: (_ for _ in ()).throw(
+                            FileNotFoundError(errno.ENOENT, os.strerror(errno.ENOENT))))
+    r = pytester.runpytest_inprocess(
+        "--qcrypto-digest", "sha256", "--qcrypto-cipher", "aes-128-cbc",
+        "--qcrypto-plugin", "afalg", "--qcrypto-plugin", "openssl",
+        "--qcrypto-plugin", "devcrypto", "--qcrypto-size", "16,4096", *FAST)
+    assert r.ret == 0
+    out = r.stdout.str()
+    assert out.count("  - afalg (all sizes) skipped: afalg: unavailable: socket(AF_ALG) failed: "
+                     "[EAFNOSUPPORT]") == 2
+    assert out.count("  - devcrypto (all sizes) skipped: devcrypto: unavailable: no /dev/crypto "
+                     "here: load the cryptodev-linux module: modprobe cryptodev") == 2
+    rows = [line.split() for line in r.outlines if line.startswith(("afalg ", "openssl "))]
+    assert [row[0] for row in rows] == ["afalg", "openssl", "afalg", "openssl"]
+    assert all(row[1:] == ["-", "-"] for row in rows if row[0] == "afalg")
+    assert all(len(row) == 3 and all("." in c for c in row[1:]) for row in rows
+               if row[0] == "openssl")
+    r.assert_outcomes(passed=4, skipped=8)
+
+
+def test_list_shows_both_kernel_plugins_and_why(pytester, monkeypatch):
+    monkeypatch.setattr(AfalgPlugin, "new_socket", lambda self: (_ for _ in ()).throw(
+        PermissionError(errno.EPERM, os.strerror(errno.EPERM))))
+    r = pytester.runpytest_inprocess("--qcrypto-list", "-p", "no:hypothesispytest")
+    assert r.ret == 0
+    out = r.stdout.str()
+    assert "afalg (aliases: af_alg): unavailable: socket(AF_ALG) failed: [EPERM] Operation " \
+           "not permitted: blocked by a seccomp or LSM policy" in out
+    assert "devcrypto (aliases: cryptodev, dev-crypto): " in out
+
+
+def test_matrix_row_keeps_the_typed_name_and_the_note_names_the_driver(pytester,
+                                                                      fake_kernel_plugin):
+    r = pytester.runpytest_inprocess(
+        "--qcrypto-digest", "sha256", "--qcrypto-plugin", "afalg:sha256-generic",
+        "--qcrypto-plugin", "afalg", "--qcrypto-size", "16,100000", *FAST)
+    assert r.ret == 0, r.stdout.str()
+    rows = [line.split()[0] for line in r.outlines if line.startswith("afalg")]
+    assert rows == ["afalg:sha256-generic", "afalg"]
+    assert "  afalg:sha256-generic: driver sha256-generic (software)" in r.outlines
+    assert "  afalg: driver sha256-avx2 (software)" in r.outlines
+    assert not fake_kernel_plugin.open_sockets
+
+
+def test_unknown_driver_skips_those_items_with_the_drivers_listed(pytester, fake_kernel_plugin):
+    r = pytester.runpytest_inprocess(
+        "--qcrypto-digest", "sha256", "--qcrypto-cipher", "aes-128-cbc",
+        "--qcrypto-plugin", "afalg:sha256-generic", "--qcrypto-size", "16", *FAST)
+    out = r.stdout.str()
+    assert "  - afalg:sha256-generic (all sizes) skipped: afalg:sha256-generic aes-128-cbc: the " \
+           "kernel has no skcipher driver 'sha256-generic': bind() gives [ENOENT]; drivers of " \
+           "cbc(aes) here: cbc-aes-aesni (priority 400)" in out
+    r.assert_outcomes(passed=1, skipped=1)
+
+
+def test_contexts_close_when_a_test_fails(pytester, fake_kernel_plugin):
+    pytester.makepyfile(test_user="""
+        def test_fails_after_opening(qcrypto):
+            ctx = qcrypto.open("aes-128-cbc", "afalg")
+            ctx.measure(16, min_time=0.001, rounds=1)
+            assert False, "the user's own check failed"
+    """)
+    r = pytester.runpytest_inprocess("test_user.py", "-p", "no:hypothesispytest")
+    r.assert_outcomes(failed=1)
+    assert not fake_kernel_plugin.open_sockets
+
+
+def test_request_error_at_one_size_fails_that_item_with_errno_and_driver(pytester,
+                                                                        fake_kernel_plugin,
+                                                                        monkeypatch):
+    def recv_into(self, buf, nbytes=0, original=FakeOp.recv_into):
+        if (nbytes or len(memoryview(buf))) == 4096:
+            raise OSError(errno.EINVAL, os.strerror(errno.EINVAL))
+        return original(self, buf, nbytes)
+
+    monkeypatch.setattr(FakeOp, "recv_into", recv_into)
+    r = pytester.runpytest_inprocess("--qcrypto-cipher", "aes-128-cbc", "--qcrypto-plugin",
+                                     "afalg", "--qcrypto-size", "16,4096,8192", *FAST)
+    out = r.stdout.str()
+    assert "afalg aes-128-cbc (driver cbc-aes-aesni) at 4096 bytes failed: [EINVAL] Invalid " \
+           "argument" in out
+    r.assert_outcomes(passed=2, failed=1)
+    assert not fake_kernel_plugin.open_sockets
+
+
+def test_source_says_what_one_operation_is():
+    doc = Path(afalg.__file__).read_text()
+    assert "one request per buffer" in doc and "if_alg.h" in doc
