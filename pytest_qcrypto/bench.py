@@ -194,12 +194,16 @@ def open_context(selection: Selection, algorithm: str | Algorithm,
                  rng: Randomness | None = None) -> BenchContext:
     """Open the benchmark context of ``algorithm`` in the selected plugin, with a random key.
 
-    Raises ``Unsupported`` / ``Unavailable`` from the plugin, with its reason.
+    Raises ``Unsupported`` / ``Unavailable`` from the plugin, with its reason,
+    and ``TypeError`` when the plugin returns something that is not a ``Context``.
     The known-answer check runs later, in :meth:`BenchContext.check`.
     """
     alg = resolve_algorithm(algorithm)
     rng = rng or Randomness()
     ctx = selection.plugin.open(alg, rng.key(alg), selection.variant)
+    if not isinstance(ctx, Context):
+        raise TypeError(f"{type(selection.plugin).__name__}.open() returned {ctx!r:.60}, "
+                        "not a pytest_qcrypto.backends.Context")
     return BenchContext(selection, alg, ctx, rng)
 
 

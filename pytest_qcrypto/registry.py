@@ -49,7 +49,7 @@ def _check_plugin(p: object) -> CryptoPlugin:
             f"crypto plugin {type(p).__name__} has an unusable name {name!r}: "
             "it must be a non-empty string without spaces or ':'")
     aliases = getattr(p, "aliases", ())
-    if isinstance(aliases, str) or not all(isinstance(a, str) and a for a in aliases):
+    if not isinstance(aliases, (tuple, list)) or not all(isinstance(a, str) and a for a in aliases):
         raise RegistryError(f"crypto plugin {name!r} declares aliases {aliases!r}: "
                             "they must be a tuple of non-empty strings")
     return p
