@@ -40,10 +40,12 @@ def pytest_addoption(parser: pytest.Parser) -> None:
     group = parser.getgroup("qcrypto", "crypto speed benchmarks (pytest-qcrypto)")
     group.addoption("--qcrypto-digest", action="append", metavar="NAME", default=[],
                     help="measure this digest (repeatable, comma lists allowed), e.g. sha256. "
+                         "'all': every digest the chosen plugins support. "
                          "Without test paths, only the speed matrix runs.")
     group.addoption("--qcrypto-cipher", action="append", metavar="NAME", default=[],
                     help="measure this cipher or AEAD (repeatable, comma lists allowed), "
-                         "e.g. aes-128-cbc,chacha20-poly1305.")
+                         "e.g. aes-128-cbc,chacha20-poly1305; 'all': every one the chosen "
+                         "plugins support.")
     group.addoption("--qcrypto-plugin", action="append", metavar="NAME", default=[],
                     help="crypto plugin to measure (repeatable, at most 10, table rows in this "
                          "order): openssl, pycryptodome, hashlib, ... Default: the first "
