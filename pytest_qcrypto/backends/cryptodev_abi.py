@@ -27,6 +27,8 @@ import sys
 from ctypes import c_char, c_int, c_uint, c_uint16, c_uint32, c_void_p
 from dataclasses import dataclass, field
 
+from pytest_qcrypto import catalog
+
 # -- ioctl request packing ----------------------------------------------------------------
 
 
@@ -238,16 +240,14 @@ FREEBSD_SOFTWARE_DRIVERS = ("cryptosoft", "aesni", "ossl", "armv8crypto")
 
 def _aes(cbc: int, ctr: int, gcm: int, ecb: int | None = None,
          xts: int | None = None) -> dict[str, AlgorithmIds]:
+    """The ids of the catalog's AES algorithms (every key size uses the same id)."""
+    ids = {"cbc": (cbc, 16), "ctr": (ctr, 16), "gcm": (gcm, 12), "ecb": (ecb, 0),
+           "xts": (xts, 16)}
     out: dict[str, AlgorithmIds] = {}
-    for bits in (128, 192, 256):
-        out[f"aes-{bits}-cbc"] = AlgorithmIds(cipher=cbc, iv_size=16)
-        out[f"aes-{bits}-ctr"] = AlgorithmIds(cipher=ctr, iv_size=16)
-        if ecb is not None:
-            out[f"aes-{bits}-ecb"] = AlgorithmIds(cipher=ecb)
-    for bits in (128, 256):
-        out[f"aes-{bits}-gcm"] = AlgorithmIds(cipher=gcm, iv_size=12)
-        if xts is not None:
-            out[f"aes-{bits}-xts"] = AlgorithmIds(cipher=xts, iv_size=16)
+    for alg in catalog.ALGORITHMS:
+        ident, iv = ids.get(alg.mode, (None, 0)) if alg.family == "aes" else (None, 0)
+        if ident is not None:
+            out[alg.name] = AlgorithmIds(cipher=ident, iv_size=iv)
     return out
 
 

@@ -87,10 +87,15 @@ class DeviceFile:
             os.close(fd)
 
 
+#: The kernel's names where Python's errno table gives an alias (ENOTSUP is EOPNOTSUPP on Linux).
+ERRNO_NAMES = {errno.EOPNOTSUPP: "EOPNOTSUPP"}
+
+
 def errno_text(exc: OSError) -> str:
     """``[EINVAL] Invalid argument``: the errno's symbol and message."""
     code = exc.errno or 0
-    return f"[{errno.errorcode.get(code, code)}] {exc.strerror or os.strerror(code)}"
+    name = ERRNO_NAMES.get(code) or errno.errorcode.get(code, str(code))
+    return f"[{name}] {exc.strerror or os.strerror(code)}"
 
 
 def check_tag_length(tag_len: int) -> None:
@@ -135,7 +140,8 @@ class Session:
     """One session on an open device; :meth:`close` frees it (CIOCFSESSION), once.
 
     Builders return ``(request, struct)``; the caller issues
-    ``device.ioctl(request, struct, False)``.  ``aead`` sessions only ever build
+    ``device.ioctl(request, struct, False)``.  The struct holds its buffers
+    (``struct.buffers``), so the memory its pointers name lives as long as it.  ``aead`` sessions only ever build
     AEAD requests: :meth:`crypt_request` refuses them.
     """
 
@@ -185,6 +191,7 @@ class Session:
                  dst=dst.address if dst is not None else None,
                  mac=mac.address if mac is not None else None,
                  iv=iv.address if iv is not None else None)
+        op.buffers = (src, dst, mac, iv)  # alive for as long as the request is
         return self.abi.requests["CIOCCRYPT"], op
 
     def aead_request(self, decrypt: bool, iv: _Buffer, aad: _Buffer, src: _Buffer,
@@ -225,6 +232,7 @@ class LinuxSession(Session):
             ses=self.ses, op=self.abi.cop_decrypt if decrypt else self.abi.cop_encrypt,
             flags=0, len=src.size, auth_len=aad.size, auth_src=aad.address, src=src.address,
             dst=dst.address, tag=None, tag_len=tag_len, iv=iv.address, iv_len=iv.size)
+        op.buffers = (iv, aad, src, dst)  # alive for as long as the request is
         return self.abi.requests["CIOCAUTHCRYPT"], op
 
 
@@ -274,6 +282,7 @@ class FreeBSDSession(Session):
             ses=self.ses, op=self.abi.cop_decrypt if decrypt else self.abi.cop_encrypt,
             flags=0, len=n, aadlen=aad.size, ivlen=iv.size, src=src.address, dst=dst.address,
             aad=aad.address, tag=src.at(n) if decrypt else dst.at(n), iv=iv.address)
+        op.buffers = (iv, aad, src, dst)  # alive for as long as the request is
         return self.abi.requests["CIOCCRYPTAEAD"], op
 
 

@@ -1,0 +1,794 @@
+"""The devcrypto plugin: the /dev/crypto ABIs, sessions, and every error path.
+
+cryptodev-linux is not packaged here and FreeBSD is not at hand, so sessions
+run against :class:`CryptodevDouble`, an in-process test double of the kernel
+side of /dev/crypto.  It is deliberately independent of the plugin's ABI
+module: it knows the request numbers and field offsets only from the
+reference tables of ``kernel-abi.md`` (x86_64 / amd64), reads and writes the
+caller's memory through the pointers in the structs as the kernel does, and
+reproduces what was seen on a real cryptodev-linux 1.14 module (section 7):
+EINVAL for unknown ids and bad key lengths, EBADMSG with unauthenticated
+plaintext left in the output, and a simulated kernel oops for the two misuses
+that crash the real one.  The plugin reaches it through the one seam it has
+(the device object); the code above that seam is what runs on /dev/crypto.
+"""
+
+from __future__ import annotations
+
+import ctypes
+import dataclasses
+import errno
+import hashlib
+import os
+import struct
+from collections.abc import Callable
+from typing import Any
+
+import pytest
+from cryptography.exceptions import InvalidTag
+from cryptography.hazmat.decrepit.ciphers.algorithms import TripleDES
+from cryptography.hazmat.primitives.ciphers import Cipher, algorithms, modes
+from cryptography.hazmat.primitives.ciphers.aead import AESGCM, ChaCha20Poly1305
+
+from conftest import FAST as _FAST
+from pytest_qcrypto import catalog, kat
+from pytest_qcrypto.backends import AuthenticationError, Unavailable, Unsupported, Workload
+from pytest_qcrypto.backends import cryptodev_abi as abi
+from pytest_qcrypto.backends import devcrypto
+from pytest_qcrypto.backends.devcrypto import DevcryptoPlugin
+from pytest_qcrypto.backends.openssl import OpenSSLPlugin
+
+FAST = (*_FAST, "-p", "no:hypothesispytest")
+OPENSSL = OpenSSLPlugin()
+LP64_X86 = ctypes.sizeof(ctypes.c_void_p) == 8
+
+# -- reference values (kernel-abi.md sections 1.2, 1.3, 2.2, 2.3, 5) ----------------------
+
+LINUX_REQUESTS = {
+    "CRIOGET": 0xC0046365, "CIOCGSESSION": 0xC0306366, "CIOCFSESSION": 0x40046367,
+    "CIOCCRYPT": 0xC0306368, "CIOCKEY": 0xC0906369, "CIOCASYMFEAT": 0x8004636A,
+    "CIOCGSESSINFO": 0xC10C636B, "CIOCAUTHCRYPT": 0xC048636D, "CIOCASYNCCRYPT": 0x4030636E,
+    "CIOCASYNCFETCH": 0x8030636F, "CIOCCPHASH": 0x40086370,
+}
+FREEBSD_REQUESTS = {
+    "CRIOGET": 0xC0046364, "CIOCGSESSION": 0xC0306365, "CIOCFSESSION": 0x80046366,
+    "CIOCCRYPT": 0xC0306367, "CIOCKEY": 0xC0906368, "CIOCASYMFEAT": 0x40046369,
+    "CIOCGSESSION2": 0xC040636A, "CIOCKEY2": 0xC090636B, "CIOCFINDDEV": 0xC024636C,
+    "CIOCCRYPTAEAD": 0xC040636D,
+}
+LINUX_SIZES = {"session_op": 48, "session_info_op": 268, "crypt_op": 48, "crypt_auth_op": 72,
+               "crypt_kop": 144, "cphash_op": 8}
+FREEBSD_SIZES = {"session_op": 48, "session2_op": 64, "crypt_op": 48, "crypt_aead": 64,
+                 "crypt_find_op": 36, "crypt_kop": 144}
+OFFSETS = {
+    abi.LinuxSessionOp: {"cipher": 0, "mac": 4, "keylen": 8, "key": 16, "mackeylen": 24,
+                         "mackey": 32, "ses": 40},
+    abi.LinuxSessionInfoOp: {"ses": 0, "cipher_info": 4, "hash_info": 132, "alignmask": 260,
+                             "flags": 264},
+    abi.LinuxCryptOp: {"ses": 0, "op": 4, "flags": 6, "len": 8, "src": 16, "dst": 24, "mac": 32,
+                       "iv": 40},
+    abi.LinuxCryptAuthOp: {"ses": 0, "op": 4, "flags": 6, "len": 8, "auth_len": 12,
+                           "auth_src": 16, "src": 24, "dst": 32, "tag": 40, "tag_len": 48,
+                           "iv": 56, "iv_len": 64},
+    abi.FreeBSDSession2Op: {"cipher": 0, "mac": 4, "keylen": 8, "key": 16, "mackeylen": 24,
+                            "mackey": 32, "ses": 40, "crid": 44, "ivlen": 48, "maclen": 52,
+                            "pad": 56},
+    abi.FreeBSDCryptAead: {"ses": 0, "op": 4, "flags": 6, "len": 8, "aadlen": 12, "ivlen": 16,
+                           "src": 24, "dst": 32, "aad": 40, "tag": 48, "iv": 56},
+    abi.FreeBSDCryptFindOp: {"crid": 0, "name": 4},
+}
+
+
+# -- the test double ------------------------------------------------------------------------
+
+
+class KernelOops(BaseException):
+    """What the real module does for this request: a NULL dereference, a hung process."""
+
+
+def _cbc(cls, key_size):
+    return lambda key, iv: Cipher(cls(key), modes.CBC(iv))
+
+
+def _stream(kind):
+    return {"ctr": lambda key, iv: Cipher(algorithms.AES(key), modes.CTR(iv)),
+            "xts": lambda key, iv: Cipher(algorithms.AES(key), modes.XTS(iv)),
+            "ecb": lambda key, iv: Cipher(algorithms.AES(key), modes.ECB()),
+            "chacha20": lambda key, iv: Cipher(algorithms.ChaCha20(key, iv), None)}[kind]
+
+
+@dataclasses.dataclass
+class Spec:
+    """One algorithm id of the double: what it computes and its sizes (bytes)."""
+
+    kind: str  # digest, cipher, aead
+    make: Callable[..., Any]
+    keys: tuple[int, ...] = ()
+    block: int = 1
+    iv: int = 0
+    driver: str = ""
+
+
+AES_KEYS = (16, 24, 32)
+LINUX_SPECS = {
+    13: Spec("digest", lambda: hashlib.md5(), driver="md5-generic"),
+    14: Spec("digest", lambda: hashlib.sha1(), driver="sha1-avx2"),
+    103: Spec("digest", lambda: hashlib.sha224(), driver="sha224-avx2"),
+    104: Spec("digest", lambda: hashlib.sha256(), driver="sha256-avx2"),
+    105: Spec("digest", lambda: hashlib.sha384(), driver="sha384-avx2"),
+    106: Spec("digest", lambda: hashlib.sha512(), driver="sha512-avx2"),
+    11: Spec("cipher", _cbc(algorithms.AES, 16), AES_KEYS, 16, 16, "cbc-aes-aesni"),
+    21: Spec("cipher", _stream("ctr"), AES_KEYS, 1, 16, "ctr-aes-aesni"),
+    22: Spec("cipher", _stream("xts"), (32, 64), 16, 16, "xts-aes-aesni"),
+    23: Spec("cipher", _stream("ecb"), AES_KEYS, 16, 0, "ecb-aes-aesni"),
+    2: Spec("cipher", _cbc(TripleDES, 24), (24,), 8, 8, "cbc-des3_ede-asm"),
+    50: Spec("aead", AESGCM, AES_KEYS, 1, 12, "generic-gcm-aesni"),
+}
+FREEBSD_SPECS = {
+    14: Spec("digest", lambda: hashlib.sha1()), 34: Spec("digest", lambda: hashlib.sha224()),
+    35: Spec("digest", lambda: hashlib.sha256()), 36: Spec("digest", lambda: hashlib.sha384()),
+    37: Spec("digest", lambda: hashlib.sha512()),
+    29: Spec("digest", lambda: hashlib.blake2b()), 30: Spec("digest", lambda: hashlib.blake2s()),
+    11: Spec("cipher", _cbc(algorithms.AES, 16), AES_KEYS, 16, 16),
+    23: Spec("cipher", _stream("ctr"), AES_KEYS, 1, 16),
+    31: Spec("cipher", _stream("chacha20"), (32,), 1, 16),
+    25: Spec("aead", AESGCM, AES_KEYS, 1, 12),
+    41: Spec("aead", ChaCha20Poly1305, (32,), 1, 12),
+}
+LINUX_NR = {v: k for k, v in LINUX_REQUESTS.items()}
+FREEBSD_NR = {v: k for k, v in FREEBSD_REQUESTS.items()}
+
+
+def _peek(address: int, size: int) -> bytes:
+    return ctypes.string_at(address, size) if size else b""
+
+
+def _poke(address: int, data: bytes) -> None:
+    if data:
+        ctypes.memmove(address, data, len(data))
+
+
+class DoubleDevice:
+    """One open "/dev/crypto" of the double: a real fd (of /dev/null) so leaks show."""
+
+    def __init__(self, double: CryptodevDouble) -> None:
+        self.double = double
+        self.fd = os.open(os.devnull, os.O_RDWR | os.O_CLOEXEC)
+        double.open_fds.add(self.fd)
+
+    def ioctl(self, request: int, arg: Any, mutate: bool = True) -> Any:
+        """As fcntl.ioctl with a mutable buffer: the kernel sees a copy of ``arg``."""
+        size = ctypes.sizeof(arg)
+        raw = bytearray(_peek(ctypes.addressof(arg), size))
+        self.double.calls.append(request)
+        try:
+            self.double.handle(request, raw)
+        finally:
+            if mutate:
+                _poke(ctypes.addressof(arg), bytes(raw))
+        return 0 if mutate else bytes(raw)
+
+    def close(self) -> None:
+        if self.fd >= 0:
+            self.double.open_fds.discard(self.fd)
+            os.close(self.fd)
+            self.fd = -1
+
+
+class CryptodevDouble:
+    """Test double of the kernel side of /dev/crypto: ``linux=True`` for cryptodev-linux
+    1.14, else FreeBSD 13+ cryptodev(4).  Configure: ``present``, ``rejected`` (id ->
+    errno at session creation), ``max_len`` (a driver's request cap, EINVAL above),
+    ``kernel_driver_only`` (SIOP_FLAG_KERNEL_DRIVER_ONLY), FreeBSD ``drivers`` (crid ->
+    name) and ``allow_soft``."""
+
+    def __init__(self, linux: bool = True) -> None:
+        self.linux = linux
+        self.present = True
+        self.rejected: dict[int, int] = {}
+        self.max_len: int | None = None
+        self.kernel_driver_only = False
+        self.drivers = {0: "cryptosoft0", 1: "aesni0"}
+        self.allow_soft = True
+        self.sessions: dict[int, dict[str, Any]] = {}
+        self.open_fds: set[int] = set()
+        self.calls: list[int] = []
+        self._next = 0x51D0
+
+    def open(self, path: str) -> DoubleDevice:
+        if not self.present:
+            raise FileNotFoundError(errno.ENOENT, os.strerror(errno.ENOENT), path)
+        return DoubleDevice(self)
+
+    def plugin(self) -> DevcryptoPlugin:
+        return DevcryptoPlugin(device=self.open,
+                               abi=abi.linux_abi("x86_64") if self.linux else abi.freebsd_abi())
+
+    @staticmethod
+    def fail(code: int) -> OSError:
+        return OSError(code, os.strerror(code))
+
+    def handle(self, request: int, raw: bytearray) -> None:
+        names = LINUX_NR if self.linux else FREEBSD_NR
+        name = names.get(request)
+        if name is None:
+            raise self.fail(errno.EINVAL if self.linux else errno.ENOTTY)
+        getattr(self, f"do_{name}")(raw)
+
+    # -- sessions --------------------------------------------------------------------
+    def _new_session(self, cipher: int, mac: int, key: bytes, crid: int = 0) -> int:
+        specs = LINUX_SPECS if self.linux else FREEBSD_SPECS
+        if cipher == mac == 0:
+            raise self.fail(errno.EINVAL)
+        ident = cipher or mac
+        if ident in self.rejected:
+            raise self.fail(self.rejected[ident])
+        spec = specs.get(ident)
+        if spec is None or (cipher and spec.kind == "digest") or (mac and spec.kind != "digest"):
+            raise self.fail(errno.EINVAL)
+        if cipher and len(key) not in spec.keys:
+            raise self.fail(errno.EINVAL)
+        self._next += 7
+        self.sessions[self._next] = {"spec": spec, "key": key, "tag_len": None, "crid": crid}
+        return self._next
+
+    def do_CIOCGSESSION(self, raw: bytearray) -> None:
+        cipher, mac, keylen, key, _, _, _ = struct.unpack_from("<III4xQI4xQI", raw)
+        struct.pack_into("<I", raw, 40, self._new_session(cipher, mac, _peek(key, keylen)))
+
+    def do_CIOCGSESSION2(self, raw: bytearray) -> None:
+        cipher, mac, keylen, key, _, _, _, crid = struct.unpack_from("<III4xQi4xQIi", raw)
+        if crid & (abi.CRYPTO_FLAG_HARDWARE | abi.CRYPTO_FLAG_SOFTWARE):
+            soft = [c for c, n in self.drivers.items()
+                    if n.rstrip("0123456789") in ("cryptosoft", "aesni", "ossl", "armv8crypto")]
+            hard = [c for c in self.drivers if c not in soft]
+            usable = hard + (sorted(soft, reverse=True) if self.allow_soft else [])
+            if not usable:
+                raise self.fail(errno.EINVAL)
+            crid = usable[0]  # hardware first, then accelerated software, then cryptosoft
+        elif crid not in self.drivers:
+            raise self.fail(errno.EINVAL)
+        ses = self._new_session(cipher, mac, _peek(key, keylen), crid)
+        struct.pack_into("<Ii", raw, 40, ses, crid)
+
+    def do_CIOCFSESSION(self, raw: bytearray) -> None:
+        ses, = struct.unpack_from("<I", raw)
+        if self.sessions.pop(ses, None) is None and not self.linux:
+            raise self.fail(errno.EINVAL)  # cryptodev-linux returns 0 for an unknown id
+
+    def do_CIOCGSESSINFO(self, raw: bytearray) -> None:
+        ses, = struct.unpack_from("<I", raw)
+        s = self._session(ses)
+        spec = s["spec"]
+        where = 132 if spec.kind == "digest" else 4
+        struct.pack_into("<64s64s", raw, where, b"name", spec.driver.encode())
+        struct.pack_into("<HxxI", raw, 260, 0, int(self.kernel_driver_only))
+
+    def do_CIOCFINDDEV(self, raw: bytearray) -> None:
+        crid, name = struct.unpack_from("<i32s", raw)
+        if crid == -1:
+            wanted = name.rstrip(b"\0").decode()
+            found = [c for c, n in self.drivers.items() if n == wanted]
+            if not found:
+                raise self.fail(errno.ENOENT)
+            struct.pack_into("<i", raw, 0, found[0])
+        elif crid in self.drivers:
+            struct.pack_into("<32s", raw, 4, self.drivers[crid].encode())
+        else:
+            raise self.fail(errno.ENOENT)
+
+    def _session(self, ses: int) -> dict[str, Any]:
+        if ses not in self.sessions:
+            raise self.fail(errno.EINVAL)
+        return self.sessions[ses]
+
+    # -- requests --------------------------------------------------------------------
+    def do_CIOCCRYPT(self, raw: bytearray) -> None:
+        ses, op, flags, length, src, dst, mac, iv = struct.unpack_from("<IHHI4xQQQQ", raw)
+        s = self._session(ses)
+        spec = s["spec"]
+        if spec.kind == "aead":
+            raise KernelOops("CIOCCRYPT on an AEAD session: NULL pointer dereference")
+        enc, dec = (0, 1) if self.linux else (1, 2)
+        if op not in (enc, dec) or (spec.kind == "digest" and op == dec and self.linux):
+            raise self.fail(errno.EINVAL)
+        if not self.linux and length > abi.FREEBSD_MAX_REQUEST:
+            raise self.fail(errno.E2BIG)
+        if self.max_len is not None and length > self.max_len:
+            raise self.fail(errno.EINVAL)
+        data = _peek(src, length)
+        if spec.kind == "digest":
+            h = spec.make()
+            h.update(data)
+            _poke(mac, h.digest())
+            return
+        if length % spec.block or (spec.iv and not iv):
+            raise self.fail(errno.EINVAL)
+        c = spec.make(s["key"], _peek(iv, spec.iv))
+        ctx = c.encryptor() if op == enc else c.decryptor()
+        _poke(dst, ctx.update(data) + ctx.finalize())
+
+    def do_CIOCAUTHCRYPT(self, raw: bytearray) -> None:
+        (ses, op, flags, length, auth_len, auth_src, src, dst, _tag, tag_len, iv,
+         _iv_len) = struct.unpack_from("<IHHIIQQQQI4xQI", raw)
+        s = self._session(ses)
+        if s["spec"].kind != "aead":
+            raise self.fail(errno.EINVAL)
+        if tag_len in (5, 9):
+            raise KernelOops(f"tag_len {tag_len}: NULL pointer dereference in the GCM setup")
+        tag_len = tag_len or s["tag_len"] or 16
+        if tag_len > 16 or (s["tag_len"] not in (None, tag_len)) or flags or auth_len > 4096:
+            raise self.fail(errno.EINVAL)
+        s["tag_len"] = tag_len
+        key, nonce, aad = s["key"], _peek(iv, 12), _peek(auth_src, auth_len)
+        data = _peek(src, length)
+        counter = nonce + (2).to_bytes(4, "big")  # GCM: the payload starts at counter 2
+        ctr = Cipher(algorithms.AES(key), modes.CTR(counter)).encryptor()
+        if op == 0:
+            sealed = AESGCM(key).encrypt(nonce, data, aad or None)
+            _poke(dst, sealed[:length + tag_len])  # ciphertext || tag truncated to tag_len
+            struct.pack_into("<I", raw, 8, length + tag_len)
+            return
+        if length < tag_len:
+            raise self.fail(errno.EINVAL)
+        ct, tag = data[:-tag_len], data[-tag_len:]
+        plaintext = ctr.update(ct)
+        _poke(dst, plaintext)  # the real module writes it before checking the tag
+        if AESGCM(key).encrypt(nonce, plaintext, aad or None)[len(ct):len(ct) + tag_len] != tag:
+            raise self.fail(errno.EBADMSG)
+        struct.pack_into("<I", raw, 8, length - tag_len)
+
+    def do_CIOCCRYPTAEAD(self, raw: bytearray) -> None:
+        ses, op, flags, length, aadlen, ivlen, src, dst, aad, tag, iv = \
+            struct.unpack_from("<IHHIII4xQQQQQ", raw)
+        s = self._session(ses)
+        spec = s["spec"]
+        if spec.kind != "aead" or ivlen != spec.iv or not iv:
+            raise self.fail(errno.EINVAL)
+        if length > abi.FREEBSD_MAX_REQUEST or aadlen > abi.FREEBSD_MAX_REQUEST:
+            raise self.fail(errno.E2BIG)
+        box = spec.make(s["key"])
+        nonce, data, aad_bytes = _peek(iv, ivlen), _peek(src, length), _peek(aad, aadlen)
+        if op == 1:
+            sealed = box.encrypt(nonce, data, aad_bytes or None)
+            _poke(dst, sealed[:-16])
+            _poke(tag, sealed[-16:])
+            return
+        try:
+            _poke(dst, box.decrypt(nonce, data + _peek(tag, 16), aad_bytes or None))
+        except InvalidTag:
+            raise self.fail(errno.EBADMSG) from None
+
+
+# -- fixtures -------------------------------------------------------------------------------
+
+
+@pytest.fixture
+def double() -> CryptodevDouble:
+    return CryptodevDouble()
+
+
+@pytest.fixture
+def plugin(double) -> DevcryptoPlugin:
+    return double.plugin()
+
+
+def alg(name: str) -> catalog.Algorithm:
+    a = catalog.lookup(name)
+    assert a is not None
+    return a
+
+
+def key_for(a: catalog.Algorithm) -> bytes:
+    return bytes(range(1, a.key_size + 1))
+
+
+def open_fds() -> int:
+    return len(os.listdir("/proc/self/fd"))
+
+
+# -- the ABI layer ---------------------------------------------------------------------------
+
+
+@pytest.mark.skipif(not LP64_X86, reason="reference values are for LP64 (x86_64, amd64)")
+def test_linux_struct_sizes_and_request_numbers_match_the_reference():
+    linux = abi.linux_abi("x86_64")
+    assert {k: ctypes.sizeof(v) for k, v in linux.structs.items()} == LINUX_SIZES
+    assert linux.requests == LINUX_REQUESTS
+    assert abi.linux_abi("aarch64").requests == LINUX_REQUESTS  # same asm-generic encoding
+
+
+@pytest.mark.skipif(not LP64_X86, reason="reference values are for LP64 (x86_64, amd64)")
+def test_freebsd_struct_sizes_and_request_numbers_match_the_reference():
+    bsd = abi.freebsd_abi()
+    assert {k: ctypes.sizeof(v) for k, v in bsd.structs.items()} == FREEBSD_SIZES
+    assert bsd.requests == FREEBSD_REQUESTS
+
+
+@pytest.mark.skipif(not LP64_X86, reason="reference offsets are for LP64")
+@pytest.mark.parametrize("struct_type", list(OFFSETS), ids=lambda t: t.__name__)
+def test_field_offsets_match_the_reference(struct_type):
+    assert {f: getattr(struct_type, f).offset for f in OFFSETS[struct_type]} == OFFSETS[struct_type]
+
+
+def test_request_numbers_follow_the_encoding_formulas():
+    e = abi.LINUX_GENERIC
+    assert e.ioc(e.read | e.write, "c", 102, 48) == (3 << 30) | (48 << 16) | (0x63 << 8) | 102
+    alt = abi.linux_abi("ppc64le").requests  # powerpc: 13-bit size, WRITE=4, READ=2
+    assert alt["CIOCFSESSION"] == 0x80046367 and alt["CIOCASYMFEAT"] == 0x4004636A
+    assert alt["CIOCGSESSION"] == LINUX_REQUESTS["CIOCGSESSION"]
+    assert abi.linux_abi("mips64").requests == alt
+    with pytest.raises(ValueError, match="does not fit"):
+        abi.FREEBSD_IOC.ioc(6, "c", 1, 1 << 13)
+
+
+def test_cop_codes_and_ids_differ_between_the_abis():
+    linux, bsd = abi.linux_abi("x86_64"), abi.freebsd_abi()
+    assert (linux.cop_encrypt, linux.cop_decrypt) == (0, 1)
+    assert (bsd.cop_encrypt, bsd.cop_decrypt) == (1, 2)
+    assert linux.algorithms["aes-128-ecb"].cipher == 23 == bsd.algorithms["aes-128-ctr"].cipher
+    assert linux.algorithms["sha256"].mac == 104 and bsd.algorithms["sha256"].mac == 35
+    assert "aes-128-xts" not in bsd.algorithms  # 8-byte block-number IV there
+    assert "chacha20-poly1305" not in linux.algorithms
+
+
+def test_host_abi_is_chosen_by_platform(monkeypatch):
+    monkeypatch.setattr(abi.sys, "platform", "linux")
+    assert abi.host_abi().name == "cryptodev-linux"
+    monkeypatch.setattr(abi.sys, "platform", "freebsd14")
+    assert abi.host_abi().name == "FreeBSD"
+    monkeypatch.setattr(abi.sys, "platform", "darwin")
+    assert abi.host_abi() is None
+
+
+# -- availability ----------------------------------------------------------------------------
+
+
+def test_no_device_says_what_to_load(double, plugin):
+    double.present = False
+    with pytest.raises(Unavailable) as info:
+        plugin.probe()
+    assert str(info.value) == ("no /dev/crypto here: load the cryptodev-linux module: modprobe "
+                               "cryptodev (out of tree: packaged by OpenWrt, Yocto and as DKMS)")
+    assert "to enable: load the cryptodev-linux module" in "\n".join(DevcryptoPlugin(
+        path="/nonexistent/crypto", abi=abi.linux_abi()).details())
+
+
+def test_freebsd_without_device_says_kldload():
+    with pytest.raises(Unavailable, match="kldload cryptodev.*kern.crypto.allow_soft=1"):
+        DevcryptoPlugin(path="/nonexistent/crypto", abi=abi.freebsd_abi()).probe()
+
+
+def test_device_permission_denied(double):
+    def denied(path):
+        raise PermissionError(errno.EACCES, os.strerror(errno.EACCES), path)
+    with pytest.raises(Unavailable, match=r"cannot open /dev/crypto: \[EACCES\] Permission denied"):
+        DevcryptoPlugin(device=denied, abi=abi.linux_abi()).probe()
+
+
+def test_no_abi_for_other_systems(monkeypatch):
+    monkeypatch.setattr(abi.sys, "platform", "darwin")
+    with pytest.raises(Unavailable, match="no /dev/crypto ABI for"):
+        DevcryptoPlugin().probe()
+
+
+def test_this_machine_has_no_dev_crypto():
+    if os.path.exists("/dev/crypto"):
+        pytest.skip("this machine has /dev/crypto")
+    with pytest.raises(Unavailable, match="modprobe cryptodev"):
+        DevcryptoPlugin().probe()
+
+
+def test_the_real_device_path_issues_real_ioctls():
+    """The real DeviceFile and fcntl.ioctl, on a file that is not /dev/crypto: ENOTTY."""
+    plugin = DevcryptoPlugin(path=os.devnull, abi=abi.linux_abi())
+    plugin.probe()
+    before = open_fds()
+    with pytest.raises(Unsupported) as info:
+        plugin.open(alg("sha256"), b"")
+    assert str(info.value) == ("/dev/crypto (cryptodev-linux) rejected sha256 at session creation "
+                               "(CIOCGSESSION cipher=0 mac=104 keylen=0): [ENOTTY] Inappropriate "
+                               "ioctl for device")
+    assert open_fds() == before
+
+
+# -- sessions and contexts -------------------------------------------------------------------
+
+
+LINUX_NAMES = sorted(abi.LINUX_IDS)
+FREEBSD_NAMES = sorted(abi.FREEBSD_IDS)
+
+
+@pytest.mark.parametrize("name", LINUX_NAMES)
+def test_linux_known_answers(plugin, name):
+    a = alg(name)
+    assert kat.check_vectors("devcrypto", a, lambda key: plugin.open(a, key)) >= 1
+
+
+@pytest.mark.parametrize("name", FREEBSD_NAMES)
+def test_freebsd_known_answers(name):
+    plugin = CryptodevDouble(linux=False).plugin()
+    a = alg(name)
+    assert kat.check_vectors("devcrypto", a, lambda key: plugin.open(a, key)) >= 1
+
+
+@pytest.mark.parametrize("size", (16, 4096, 65536, 81920))
+@pytest.mark.parametrize("name", LINUX_NAMES)
+def test_same_bytes_as_openssl(plugin, name, size):
+    a = alg(name)
+    key, data = key_for(a), os.urandom(size)
+    ours, ref = plugin.open(a, key), OPENSSL.open(a, key)
+    if a.kind == catalog.DIGEST:
+        assert ours.digest(data) == ref.digest(data)
+    else:
+        iv = os.urandom(a.iv_size)
+        sealed = ref.encrypt(iv, data)
+        assert ours.encrypt(iv, data) == sealed
+        assert ours.decrypt(iv, sealed) == data
+    ours.close()
+
+
+def test_driver_and_hardware_flag_from_sessinfo(double, plugin):
+    ctx = plugin.open(alg("aes-128-cbc"), bytes(16))
+    assert (ctx.driver, ctx.hardware) == ("cbc-aes-aesni", False)
+    ctx.close()
+    double.kernel_driver_only = True
+    ctx = plugin.open(alg("sha256"), b"")
+    assert (ctx.driver, ctx.hardware) == ("sha256-avx2", True)
+    ctx.close()
+
+
+def test_freebsd_driver_names_pinning_and_allow_soft():
+    double = CryptodevDouble(linux=False)
+    double.drivers[2] = "ccr0"
+    plugin = double.plugin()
+    ctx = plugin.open(alg("aes-128-cbc"), bytes(16))
+    assert (ctx.driver, ctx.hardware) == ("ccr0", True)
+    ctx.close()
+    ctx = plugin.open(alg("aes-128-cbc"), bytes(16), "aesni0")
+    assert (ctx.driver, ctx.hardware) == ("aesni0", False)
+    ctx.close()
+    with pytest.raises(Unsupported, match=r"no driver 'qat0' \(CIOCFINDDEV: \[ENOENT\]"):
+        plugin.open(alg("aes-128-cbc"), bytes(16), "qat0")
+    del double.drivers[2]
+    double.allow_soft = False
+    with pytest.raises(Unsupported, match=r"\[EINVAL\].*sysctl kern.crypto.allow_soft=1"):
+        plugin.open(alg("sha256"), b"")
+    assert not double.sessions and not double.open_fds
+
+
+def test_linux_cannot_pin_a_driver(plugin):
+    with pytest.raises(Unsupported, match="cryptodev-linux cannot pin a driver"):
+        plugin.open(alg("sha256"), b"", "sha256-generic")
+
+
+def test_a_thousand_sessions_leak_neither_sessions_nor_fds(double, plugin):
+    before = open_fds()
+    for i in range(1000):
+        ctx = plugin.open(alg("aes-128-gcm" if i % 2 else "sha256"), bytes(16))
+        ctx.close()
+    assert open_fds() == before
+    assert not double.sessions and not double.open_fds
+
+
+def test_close_is_idempotent_and_frees_the_session_then_the_fd(double, plugin):
+    ctx = plugin.open(alg("aes-128-cbc"), bytes(16))
+    assert len(double.sessions) == 1 and len(double.open_fds) == 1
+    ctx.close()
+    ctx.close()
+    assert not double.sessions and not double.open_fds
+    assert double.calls.count(LINUX_REQUESTS["CIOCFSESSION"]) == 1
+    with pytest.raises(ValueError, match="closed"):
+        ctx.encrypt(bytes(16), bytes(16))
+
+
+@pytest.mark.parametrize("code", (errno.EINVAL, errno.EOPNOTSUPP))
+def test_algorithm_the_driver_rejects_is_skipped_with_the_errno(double, plugin, code):
+    double.rejected[11] = code
+    with pytest.raises(Unsupported) as info:
+        plugin.open(alg("aes-128-cbc"), bytes(16))
+    assert str(info.value) == (f"/dev/crypto (cryptodev-linux) rejected aes-128-cbc at session "
+                               f"creation (CIOCGSESSION cipher=11 mac=0 keylen=16): "
+                               f"[{devcrypto.ERRNO_NAMES.get(code, errno.errorcode[code])}] "
+                               f"{os.strerror(code)}")
+    assert not double.open_fds
+
+
+def test_bad_key_length_is_einval_at_session_creation(double, plugin):
+    with pytest.raises(Unsupported, match=r"keylen=5\): \[EINVAL\]"):
+        plugin.open(alg("aes-128-cbc"), b"12345")
+
+
+def test_request_error_at_one_size_is_an_oserror(double, plugin):
+    double.max_len = 4096
+    ctx = plugin.open(alg("aes-128-cbc"), bytes(16))
+    assert ctx.encrypt(bytes(16), bytes(4096))
+    with pytest.raises(OSError) as info:
+        ctx.runner(Workload(bytes(8192), iv=bytes(16)))(1)
+    assert info.value.errno == errno.EINVAL
+    ctx.close()
+
+
+def test_freebsd_request_cap_is_e2big():
+    plugin = CryptodevDouble(linux=False).plugin()
+    ctx = plugin.open(alg("sha256"), b"")
+    with pytest.raises(OSError) as info:
+        ctx.digest(bytes(abi.FREEBSD_MAX_REQUEST + 4))
+    assert info.value.errno == errno.E2BIG
+    ctx.close()
+
+
+# -- the kernel hazards of section 7 ----------------------------------------------------------
+
+
+def test_no_path_of_an_aead_context_sends_cioccrypt(double, plugin):
+    a = alg("aes-128-gcm")
+    ctx = plugin.open(a, bytes(16))
+    nonces = tuple(os.urandom(12) for _ in range(3))
+    data = os.urandom(256)
+    sealed = ctx.encrypt(nonces[0], data)
+    ctx.decrypt(nonces[0], sealed)
+    ctx.runner(Workload(data, nonces=nonces))(4)
+    ctx.runner(Workload(data, nonces=nonces, decrypt=True, ciphertext=sealed))(2)
+    with pytest.raises(Unsupported):
+        ctx.digest(data)
+    assert LINUX_REQUESTS["CIOCCRYPT"] not in double.calls
+    ctx.close()
+
+
+def test_cioccrypt_on_an_aead_session_is_refused_before_the_ioctl(double, plugin):
+    ctx = plugin.open(alg("aes-128-gcm"), bytes(16))
+    calls = len(double.calls)
+    buf = devcrypto._Buffer(16)
+    with pytest.raises(RuntimeError, match="refusing CIOCCRYPT on the AEAD session"):
+        ctx.session.crypt_request(False, buf, buf)
+    assert len(double.calls) == calls
+    ctx.close()
+
+
+@pytest.mark.parametrize("tag", (5, 9, 1, 17, 0))
+def test_crashing_and_invalid_tag_lengths_never_reach_the_kernel(double, plugin, tag):
+    a = dataclasses.replace(alg("aes-128-gcm"), tag_size=tag)
+    ctx = plugin.open(a, bytes(16))
+    calls = len(double.calls)
+    with pytest.raises(Unsupported, match=f"a {tag}-byte GCM tag is refused"):
+        ctx.encrypt(bytes(12), b"data")
+    assert len(double.calls) == calls  # the double would have raised KernelOops for 5 and 9
+    ctx.close()
+
+
+@pytest.mark.parametrize("tag", sorted(devcrypto.SAFE_GCM_TAGS))
+def test_safe_tag_lengths_are_sent(double, plugin, tag):
+    a = dataclasses.replace(alg("aes-128-gcm"), tag_size=tag)
+    ctx = plugin.open(a, bytes(16))
+    sealed = ctx.encrypt(bytes(12), b"data")
+    assert len(sealed) == 4 + tag
+    ctx.close()
+
+
+class _KeptBuffers(devcrypto._Buffer):
+    made: list[devcrypto._Buffer] = []
+
+    def __init__(self, *args: Any) -> None:
+        super().__init__(*args)
+        _KeptBuffers.made.append(self)
+
+
+@pytest.fixture
+def kept_buffers(monkeypatch):
+    _KeptBuffers.made = []
+    monkeypatch.setattr(devcrypto, "_Buffer", _KeptBuffers)
+    return _KeptBuffers.made
+
+
+def test_failed_decrypt_wipes_the_unauthenticated_plaintext(double, plugin, kept_buffers):
+    a = alg("aes-128-gcm")
+    key, nonce, data = bytes(range(16)), os.urandom(12), b"secret plaintext" * 8
+    ctx = plugin.open(a, key)
+    bad = bytearray(ctx.encrypt(nonce, data))
+    bad[-1] ^= 1
+    kept_buffers.clear()
+    with pytest.raises(AuthenticationError, match=r"\[EBADMSG\]"):
+        ctx.decrypt(nonce, bytes(bad))
+    outputs = [b for b in kept_buffers if b.size == len(data)]
+    assert outputs and all(b.read() == bytes(len(data)) for b in outputs)
+    kept_buffers.clear()
+    with pytest.raises(AuthenticationError):
+        ctx.runner(Workload(data, nonces=(nonce,), decrypt=True, ciphertext=bytes(bad)))(1)
+    outputs = [b for b in kept_buffers if b.size == len(data)]
+    assert outputs and all(b.read() == bytes(len(data)) for b in outputs)
+    ctx.close()
+
+
+def test_the_double_really_leaves_plaintext_behind(double):
+    """The hazard the wipe guards against, shown on the double itself."""
+    key, nonce, data = bytes(16), bytes(12), b"A" * 32
+    bad = bytearray(AESGCM(key).encrypt(nonce, data, None))
+    bad[-1] ^= 1
+    dev = double.open("/dev/crypto")
+    keybuf = ctypes.create_string_buffer(key, 16)
+    sop = abi.LinuxSessionOp(cipher=50, keylen=16, key=ctypes.addressof(keybuf))
+    dev.ioctl(LINUX_REQUESTS["CIOCGSESSION"], sop)
+    src, dst = ctypes.create_string_buffer(bytes(bad)), ctypes.create_string_buffer(32)
+    iv = ctypes.create_string_buffer(nonce, 12)
+    cop = abi.LinuxCryptAuthOp(ses=sop.ses, op=1, len=len(bad), src=ctypes.addressof(src),
+                               dst=ctypes.addressof(dst), tag_len=16, iv=ctypes.addressof(iv))
+    with pytest.raises(OSError):
+        dev.ioctl(LINUX_REQUESTS["CIOCAUTHCRYPT"], cop, False)
+    assert dst.raw == data
+    with pytest.raises(KernelOops):
+        dev.ioctl(LINUX_REQUESTS["CIOCCRYPT"], abi.LinuxCryptOp(ses=sop.ses), False)
+    dev.close()
+
+
+# -- through pytest's command line ------------------------------------------------------------
+
+
+@pytest.fixture
+def builtin_on_double(double, monkeypatch):
+    """The built-in devcrypto plugin, its device replaced by the double (in-process runs)."""
+    monkeypatch.setattr(DevcryptoPlugin, "open_device", lambda self: double.open(self.path))
+    monkeypatch.setattr(DevcryptoPlugin, "abi", property(lambda self: abi.linux_abi("x86_64")))
+    return double
+
+
+def test_table_row_is_devcrypto_and_the_note_names_the_driver(pytester, builtin_on_double):
+    r = pytester.runpytest_inprocess("--qcrypto-digest", "sha256", "--qcrypto-cipher",
+                                     "aes-128-cbc", "--qcrypto-plugin", "devcrypto",
+                                     "--qcrypto-plugin", "openssl", "--qcrypto-size", "16,4096",
+                                     *FAST)
+    assert r.ret == 0, r.stdout.str()
+    assert [x.split()[0] for x in r.outlines if x.startswith("devcrypto")] == ["devcrypto"] * 2
+    assert "  devcrypto: driver sha256-avx2 (software)" in r.outlines
+    assert "  devcrypto: driver cbc-aes-aesni (software)" in r.outlines
+    assert not builtin_on_double.sessions and not builtin_on_double.open_fds
+
+
+def test_hardware_engine_is_labelled(pytester, builtin_on_double):
+    builtin_on_double.kernel_driver_only = True
+    r = pytester.runpytest_inprocess("--qcrypto-digest", "sha256", "--qcrypto-plugin",
+                                     "devcrypto", "--qcrypto-size", "16", *FAST)
+    assert "  devcrypto: driver sha256-avx2 (hardware)" in r.outlines
+
+
+def test_error_at_one_size_fails_that_item_and_the_matrix_goes_on(pytester, builtin_on_double):
+    builtin_on_double.max_len = 4096
+    r = pytester.runpytest_inprocess("--qcrypto-cipher", "aes-128-cbc", "--qcrypto-plugin",
+                                     "devcrypto", "--qcrypto-size", "16,4096,8192,32768", *FAST)
+    out = r.stdout.str()
+    assert "devcrypto aes-128-cbc (driver cbc-aes-aesni) at 8192 bytes failed: [EINVAL] " \
+           "Invalid argument" in out
+    r.assert_outcomes(passed=2, failed=2)
+    assert not builtin_on_double.sessions and not builtin_on_double.open_fds
+
+
+def test_rejected_algorithm_skips_that_item_only(pytester, builtin_on_double):
+    builtin_on_double.rejected[11] = errno.EOPNOTSUPP
+    r = pytester.runpytest_inprocess("--qcrypto-digest", "sha256", "--qcrypto-cipher",
+                                     "aes-128-cbc", "--qcrypto-plugin", "devcrypto",
+                                     "--qcrypto-size", "16", *FAST)
+    assert "[EOPNOTSUPP] Operation not supported" in r.stdout.str()
+    r.assert_outcomes(passed=1, skipped=1)
+
+
+def test_contexts_close_when_a_test_fails(pytester, builtin_on_double):
+    pytester.makepyfile(test_user="""
+        def test_fails_after_opening(qcrypto):
+            qcrypto.open("aes-128-gcm", "devcrypto").measure(64, min_time=0.001, rounds=1)
+            qcrypto.open("sha256", "devcrypto")
+            raise RuntimeError("the user's own check failed")
+    """)
+    r = pytester.runpytest_inprocess("test_user.py", "-p", "no:hypothesispytest")
+    r.assert_outcomes(failed=1)
+    assert not builtin_on_double.sessions and not builtin_on_double.open_fds
+
+
+def test_list_shows_the_device_and_what_to_load(pytester, monkeypatch):
+    monkeypatch.setattr(DevcryptoPlugin, "open_device", lambda self: (_ for _ in ()).throw(
+        FileNotFoundError(errno.ENOENT, os.strerror(errno.ENOENT))))
+    monkeypatch.setattr(DevcryptoPlugin, "abi", property(lambda self: abi.linux_abi("x86_64")))
+    r = pytester.runpytest_inprocess("--qcrypto-list", "-p", "no:hypothesispytest")
+    out = r.stdout.str()
+    assert "devcrypto (aliases: cryptodev, dev-crypto): unavailable: no /dev/crypto here: load " \
+           "the cryptodev-linux module: modprobe cryptodev" in out
+    assert "  device: /dev/crypto" in out
