@@ -278,27 +278,40 @@ def describe(m: Measurement) -> str:
 class Verdict:
     """What the gate decided about one recorded measurement.
 
-    ``measurement`` is the best try (the figure kept for tables and the saved
-    file); ``tries`` every try in order; ``failures`` the one-line messages that
-    fail the item (a confirmed regression, a floor).
+    ``measurement`` is the best try (kept for tables and the saved file),
+    ``tries`` every try in order and ``waits`` the share of each try's time
+    spent waiting for a CPU (None: not known).  ``figure`` and ``base_figure``
+    are the bytes per second judged: the median rounds without those waits.
+    ``failures`` are the one-line messages that fail the item (a confirmed
+    regression, a floor).
     """
 
     measurement: Measurement
     tries: list[Measurement]
+    waits: list[float | None]
+    figure: float
     baseline: Result | None = None
+    base_figure: float = 0.0
     threshold: Rule | None = None
     floor: Rule | None = None
     status: str = OK
     failures: list[str] = field(default_factory=list)
     not_judged: str = ""
-    #: per try, the share of its time spent waiting for a CPU (None: not known)
-    busy: list[float | None] = field(default_factory=list)
-    #: for BUSY: the change without the wait for a CPU
-    busy_change: float = 0.0
     tries_text: str = ""
 
     @property
+    def wait(self) -> float | None:
+        """The wait share of the kept try."""
+        return self.waits[self.tries.index(self.measurement)]
+
+    @property
     def change(self) -> float | None:
+        """The change judged, ``(figure - base_figure) / base_figure``; None without baseline."""
+        return None if self.baseline is None else change(self.figure, self.base_figure)
+
+    @property
+    def clock_change(self) -> float | None:
+        """The change of the measured figures, waits for a CPU included."""
         if self.baseline is None:
             return None
         return change(self.measurement.bytes_per_second, self.baseline.bytes_per_second)
@@ -325,15 +338,38 @@ def cpu_wait_s() -> float | None:
         return None
 
 
+class WaitMeter:
+    """The share of elapsed time this thread waited for a CPU, since :meth:`start`."""
+
+    def __init__(self, clock: Callable[[], float] = time.perf_counter,
+                 wait: Callable[[], float | None] = cpu_wait_s) -> None:
+        self.clock, self.wait = clock, wait
+        self.start()
+
+    def start(self) -> None:
+        self._wait0, self._t0 = self.wait(), self.clock()
+
+    def share(self) -> float | None:
+        """0.0 to :data:`MAX_BUSY`; None when the system does not tell."""
+        t1, w1 = self.clock(), self.wait()
+        if self._wait0 is None or w1 is None or t1 <= self._t0:
+            return None
+        return min(max((w1 - self._wait0) / (t1 - self._t0), 0.0), MAX_BUSY)
+
+
 def metered(again: Callable[[], Measurement], clock: Callable[[], float] = time.perf_counter,
             wait: Callable[[], float | None] = cpu_wait_s) -> tuple[Measurement, float | None]:
     """Run one try; return it and the share of its time spent waiting for a CPU (or None)."""
-    w0, t0 = wait(), clock()
+    meter = WaitMeter(clock, wait)
     m = again()
-    t1, w1 = clock(), wait()
-    if w0 is None or w1 is None or t1 <= t0:
-        return m, None
-    return m, min(max((w1 - w0) / (t1 - t0), 0.0), MAX_BUSY)
+    return m, meter.share()
+
+
+def _without_wait(rounds_s: Sequence[float], cpu_s: Sequence[float],
+                  share: float | None) -> list[float] | None:
+    if not share or not rounds_s or len(cpu_s) != len(rounds_s):
+        return None
+    return [w - min(max(w - c, 0.0), share * w) for w, c in zip(rounds_s, cpu_s)]
 
 
 def without_wait(m: Measurement, share: float | None) -> tuple[float, float]:
@@ -346,90 +382,103 @@ def without_wait(m: Measurement, share: float | None) -> tuple[float, float]:
     sleeping, a device working) stays.  Without ``share`` or CPU times the
     figures are the measured ones.
     """
-    if not share or len(m.cpu_s) != len(m.rounds_s):
+    rounds = _without_wait(m.rounds_s, m.cpu_s, share)
+    if rounds is None:
         return m.bytes_per_second, fastest_round_bps(m)
-    rounds = [w - min(max(w - c, 0.0), share * w) for w, c in zip(m.rounds_s, m.cpu_s)]
     work = m.count * m.size
     return work / statistics.median(rounds), work / min(rounds)
 
 
-def _tries_text(tries: Sequence[Measurement], busy: Sequence[float | None], best: float) -> str:
+def baseline_figures(r: Result) -> tuple[float, float]:
+    """A baseline's judged figure and its slowest round's, its own wait for a CPU taken out.
+
+    Both are scaled from the saved ``bytes_per_second`` (the figure of record).
+    """
+    rounds = _without_wait(r.rounds_s, r.cpu_s, r.cpu_wait_share)
+    if rounds is None:
+        return r.bytes_per_second, r.slowest_round_bytes_per_second
+    median_raw = statistics.median(r.rounds_s)
+    return (r.bytes_per_second * median_raw / statistics.median(rounds),
+            r.bytes_per_second * median_raw / max(rounds))
+
+
+def _tries_text(tries: Sequence[Measurement], waits: Sequence[float | None], best: float) -> str:
     parts = []
-    for m, b in zip(tries, busy):
+    for m, w in zip(tries, waits):
         text = _kib(m.bytes_per_second)
-        if b is not None and b > BUSY_SHARE:
-            text += (f" (waited {b:.0%} of the try for a CPU: "
-                     f"{_kib(without_wait(m, b)[0])} without the wait)")
+        if w is not None and w > BUSY_SHARE:
+            text += f" (waited {w:.0%} for a CPU: {_kib(without_wait(m, w)[0])} without)"
         parts.append(text)
     return f"tries: {', '.join(parts)} KiB/s (best {_kib(best)})"
 
 
 def judge_tries(first: Measurement, again: Callable[[], Measurement] | None, confirm: int,
                 baseline: Result | None, threshold: Rule | None, floor: Rule | None,
-                not_judged: str = "",
+                not_judged: str = "", first_wait: float | None = None,
                 meter: Callable[[Callable[[], Measurement]],
                                 tuple[Measurement, float | None]] = metered) -> Verdict:
     """Judge ``first``, measuring again (at most ``confirm`` more tries) while it fails.
 
-    ``meter(again)`` runs one more try and tells what share of its time the
-    thread waited for a CPU (other work on the machine); a try's figure for
-    judging is its throughput without that wait.  A sleeping or slower plugin
-    does not wait for a CPU, so its slowdown stays whole.  Without a baseline
-    (or when ``not_judged`` gives a reason) only the floor applies.  Returns
-    the :class:`Verdict`; failing the test is the caller's.
+    ``first_wait`` and ``meter(again)`` (which runs one more try) give the
+    share of each try's time that the thread waited for a CPU, held by other
+    work on the machine.  Tries and baseline are judged without their waits
+    (:func:`without_wait`); a sleeping or slower plugin does not wait for a
+    CPU, so its slowdown stays whole.  Without a baseline (or when
+    ``not_judged`` gives a reason) only the floor applies.  Returns the
+    :class:`Verdict`; failing the test is the caller's.
     """
     judged = baseline is not None and threshold is not None and not not_judged
-    tries, busy = [first], [None]  # the first try was not metered
+    base_bps, base_slowest = baseline_figures(baseline) if baseline is not None else (0.0, 0.0)
+    tries, waits = [first], [first_wait]
 
     def figure(i: int) -> float:
-        return without_wait(tries[i], busy[i])[0]
+        return without_wait(tries[i], waits[i])[0]
 
-    def regressed(bps: float) -> bool:
-        return judged and slowdown(bps, baseline.bytes_per_second) * 100 \
-            > threshold.value  # type: ignore[union-attr]
+    def regressed(bps: float, base: float = base_bps) -> bool:
+        return judged and slowdown(bps, base) * 100 > threshold.value  # type: ignore[union-attr]
 
     def below_floor(bps: float) -> bool:
         return floor is not None and bps / KIB < floor.value
 
     if again is not None:
         while len(tries) <= confirm and (regressed(figure(-1)) or below_floor(figure(-1))):
-            m, b = meter(again)
+            m, w = meter(again)
             tries.append(m)
-            busy.append(b)
+            waits.append(w)
     best = max(range(len(tries)), key=figure)
-    kept = max(tries, key=lambda t: t.bytes_per_second)  # the figure shown and saved
-    v = Verdict(kept, tries, baseline, threshold, floor, not_judged=not_judged, busy=busy)
-    tries_text = _tries_text(tries, busy, figure(best))
+    kept = tries[best]
+    v = Verdict(kept, tries, waits, figure(best), baseline, base_bps, threshold, floor,
+                not_judged=not_judged, tries_text=_tries_text(tries, waits, figure(best)))
     if baseline is None:
         v.status = NEW
     elif not_judged:
         v.status = NOT_JUDGED
-    elif regressed(figure(best)):
+    elif regressed(v.figure):
         assert threshold is not None
-        fastest = without_wait(tries[best], busy[best])[1]
-        slowest_base = baseline.slowest_round_bytes_per_second
-        if fastest < slowest_base:
+        fastest = without_wait(kept, waits[best])[1]
+        if fastest < base_slowest:
             v.status = REGRESSION
+            base_text = _kib(base_bps)
+            if baseline.cpu_wait_share and base_bps != baseline.bytes_per_second:
+                base_text += (f" ({_kib(baseline.bytes_per_second)} by the clock, which waited "
+                              f"{baseline.cpu_wait_share:.0%} for a CPU)")
             v.failures.append(
-                f"regression: {describe(kept)}: {_kib(figure(best))} KiB/s now, "
-                f"baseline {_kib(baseline.bytes_per_second)} KiB/s, change "
-                f"{change(figure(best), baseline.bytes_per_second) * 100:+.1f}%, threshold "
-                f"{threshold.value:g}% ({threshold.source}); {tries_text}; its fastest round "
+                f"regression: {describe(kept)}: {_kib(v.figure)} KiB/s now, baseline "
+                f"{base_text} KiB/s, change {v.change * 100:+.1f}%, threshold "  # type: ignore[operator]
+                f"{threshold.value:g}% ({threshold.source}); {v.tries_text}; its fastest round "
                 f"{_kib(fastest)} KiB/s is below the baseline's slowest round "
-                f"{_kib(slowest_base)} KiB/s")
+                f"{_kib(base_slowest)} KiB/s")
         else:
             v.status = NOISE
-    elif regressed(kept.bytes_per_second):
-        v.status = BUSY  # slower by the clock, not once the wait for a CPU is taken out
-        v.busy_change = change(figure(best), baseline.bytes_per_second)
+    elif regressed(kept.bytes_per_second, baseline.bytes_per_second):
+        v.status = BUSY  # slower by the clock, not once the waits for a CPU are taken out
     elif any(regressed(figure(i)) for i in range(len(tries))):
         v.status = RECOVERED
-    if below_floor(figure(best)):
+    if below_floor(v.figure):
         assert floor is not None
         v.failures.append(
-            f"below floor: {describe(kept)}: {_kib(figure(best))} KiB/s, floor "
-            f"{floor.value:.2f} KiB/s ({floor.source}); {tries_text}")
-    v.tries_text = tries_text
+            f"below floor: {describe(kept)}: {_kib(v.figure)} KiB/s, floor "
+            f"{floor.value:.2f} KiB/s ({floor.source}); {v.tries_text}")
     return v
 
 
@@ -472,6 +521,7 @@ class Gate:
         self._canonical: dict[str, str] = {}
         self._versions: dict[str, str] = {}
         self._machine_diffs: list[str] | None = None
+        self._meter = WaitMeter()
 
     # -- settings ------------------------------------------------------------------------
 
@@ -581,6 +631,10 @@ class Gate:
 
     # -- during the tests ----------------------------------------------------------------
 
+    def begin(self) -> None:
+        """A test item starts: its first measurement's wait for a CPU is counted from now."""
+        self._meter.start()
+
     def judge(self, m: Measurement, again: Callable[[], Measurement] | None,
               item: pytest.Item | None) -> Verdict:
         """Judge one recorded measurement (inside the test); keep its best try for saving.
@@ -609,10 +663,11 @@ class Gate:
                 if diffs:
                     not_judged = f"different machine ({', '.join(diffs)})"
         v = judge_tries(m, again, self.confirm, base, threshold, self._floor(m, names, item),
-                        not_judged)
+                        not_judged, first_wait=self._meter.share())
         if self.baseline is None and v.status == NEW:
             v.status = OK  # not comparing: "no baseline" would say nothing
-        self.results.append(Result.from_measurement(v.measurement, test, v.tries))
+        self._meter.start()  # the next measurement of this item is timed from here
+        self.results.append(Result.from_measurement(v.measurement, test, v.tries, v.wait))
         self.verdicts[(m.algorithm, m.plugin, m.size, m.direction)] = v
         if item is not None:
             self._properties(item, v)
@@ -800,7 +855,7 @@ class Gate:
                   f"{v.change * 100:+.1f}% but rounds overlap the baseline's"  # type: ignore[operator]
                   for v in noisy]
         lines += [f"machine busy (not failed): {describe(v.measurement)}: change "
-                  f"{v.change * 100:+.1f}% by the clock, {v.busy_change * 100:+.1f}% "  # type: ignore[operator]
+                  f"{v.clock_change * 100:+.1f}% by the clock, {v.change * 100:+.1f}% "  # type: ignore[operator]
                   f"without the time spent waiting for a CPU; {v.tries_text}"
                   for v in verdicts if v.status == BUSY]
         lines += [f"passed on a retry: {describe(v.measurement)}: {v.tries_text}"

@@ -25,14 +25,17 @@ dashboards read them) and only change with ``schema_version``::
          "size": 4096, "direction": "digest", "operation": "hash one buffer ...",
          "count": 4096, "rounds_s": [0.0082, 0.0081, 0.0083], "cpu_s": [...],
          "bytes_per_second": 2.07e9, "jobs": 1, "driver": null, "hardware": null,
-         "test": "qcrypto::sha256[openssl-4096]"}
+         "test": "qcrypto::sha256[openssl-4096]", "cpu_wait_share": 0.01}
       ],
       "machine_state": {"load": [0.1, 0.2, 0.2], ...}   # optional, see machine.py
     }
 
 ``bytes_per_second`` is ``count * size`` over the median of ``rounds_s``
 (seconds of wall time per round): the figure a regression gate compares.
-``cpu_s`` are the CPU seconds of the same rounds.  ``jobs`` is the number of
+``cpu_s`` are the CPU seconds of the same rounds.  ``cpu_wait_share`` is the
+part of the measurement's time the measuring thread was ready to run but
+waited for a CPU held by other processes (Linux schedstat; null elsewhere):
+the gate judges figures without that wait.  ``jobs`` is the number of
 processes that measured at once (``--qcrypto-jobs``; the figure is their sum).
 ``tries`` (optional) lists ``bytes_per_second`` of every try when the gate
 measured a cell again.  ``machine_state`` (optional) is the load and clock
@@ -183,11 +186,14 @@ class Result:
     test: str | None = None
     tries: tuple[float, ...] = ()
     jobs: int = 1
+    cpu_wait_share: float | None = None
 
     @classmethod
     def from_measurement(cls, m: Measurement, test: str | None = None,
-                         tries: Iterable[Measurement] = ()) -> Result:
-        """The saved form of ``m``; ``tries`` are all tries when the gate re-measured."""
+                         tries: Iterable[Measurement] = (),
+                         cpu_wait_share: float | None = None) -> Result:
+        """The saved form of ``m``; ``tries`` are all tries when the gate re-measured,
+        ``cpu_wait_share`` the share of the measurement's time spent waiting for a CPU."""
         every = tuple(t.bytes_per_second for t in tries)
         jobs = m.extra.get("jobs", 1)
         return cls(algorithm=m.algorithm, plugin=m.plugin, size=m.size, direction=m.direction,
@@ -196,7 +202,8 @@ class Result:
                    canonical_plugin=m.canonical_plugin or m.plugin, operation=m.operation,
                    driver=m.driver, hardware=m.hardware, test=test,
                    tries=every if len(every) > 1 else (),
-                   jobs=jobs if isinstance(jobs, int) and jobs > 0 else 1)
+                   jobs=jobs if isinstance(jobs, int) and jobs > 0 else 1,
+                   cpu_wait_share=cpu_wait_share)
 
     @property
     def key(self) -> tuple[str, str, int, str]:
@@ -225,6 +232,7 @@ class Result:
             "rounds_s": list(self.rounds_s), "cpu_s": list(self.cpu_s),
             "bytes_per_second": self.bytes_per_second, "jobs": self.jobs, "driver": self.driver,
             "hardware": self.hardware, "test": self.test,
+            "cpu_wait_share": self.cpu_wait_share,
         }
         if self.tries:
             out["tries"] = list(self.tries)
@@ -465,6 +473,8 @@ def _result(r: object, i: int, check: _Checker) -> Result:
                    lambda v: v is None or isinstance(v, bool), None),
         test=g(r, "test", w, "a string or null", opt_str, None),
         jobs=g(r, "jobs", w, "a whole number from 1", lambda v: _is_int(v) and v >= 1, 1),
+        cpu_wait_share=g(r, "cpu_wait_share", w, "a number from 0 to 1 or null",
+                         lambda v: v is None or (_is_number(v) and 0 <= v <= 1), None),
         tries=tuple(g(r, "tries", w, "a list of positive numbers",
                       lambda v: isinstance(v, list) and all(_is_number(x) and x > 0 for x in v),
                       [])),
