@@ -17,7 +17,7 @@ from typing import Any
 
 import pytest
 
-from pytest_qcrypto import catalog, gate, settings
+from pytest_qcrypto import catalog, gate, jobs, machine, settings
 from pytest_qcrypto.bench import Case, Randomness, direction_of
 from pytest_qcrypto.catalog import Algorithm
 from pytest_qcrypto.harness import Measurement
@@ -75,6 +75,7 @@ def pytest_addoption(parser: pytest.Parser) -> None:
     from pytest_qcrypto.render import add_options as add_output_options
 
     add_output_options(group)  # --qcrypto-unit, -format, -plot, -bare
+    jobs.add_option(group)
 
 
 def pytest_cmdline_main(config: pytest.Config) -> int | None:
@@ -150,6 +151,8 @@ class QcryptoRun:
         #: saved results, baseline comparison and floors (see pytest_qcrypto.gate)
         self.gate = gate.Gate(config, lambda: self.registry)
         self.current_item: pytest.Item | None = None
+        #: the machine when the first context was opened (see pytest_qcrypto.machine)
+        self.machine_state: machine.MachineState | None = None
 
     # -- settings ----------------------------------------------------------------
 
@@ -206,6 +209,12 @@ class QcryptoRun:
         return output_of(self.config.getoption)
 
     @cached_property
+    def jobs(self) -> int:
+        """``--qcrypto-jobs``: processes that run each measurement at once (default 1)."""
+        value = self.config.getoption("qcrypto_jobs")
+        return 1 if value is None else jobs.parse_jobs(value)
+
+    @cached_property
     def time_limits(self) -> tuple[float | None, bool]:
         """``--qcrypto-timeout`` in seconds (None: off) and ``--qcrypto-isolate``."""
         s = self.settings
@@ -239,7 +248,7 @@ class QcryptoRun:
 
     def check(self) -> None:
         """Find every command-line problem before any test runs (raises for a usage error)."""
-        _ = self.settings
+        _ = self.settings, self.jobs
         if self.requested or self.config.getoption("qcrypto_plugin"):
             _ = self.selections
         self.gate.check()
@@ -382,6 +391,10 @@ class QcryptoRun:
         write_summary(terminalreporter, self.tables(), self.output, verbose,
                       after_table=self.gate.table_lines,
                       baseline=baseline_tables(self.gate.baseline))
+        # noisy figures, the machine-state warning, per-worker figures (verbose)
+        notes = machine.summary_lines(self.machine_state, self.measurements, self.jobs, verbose)
+        for line in ([""] if notes else []) + notes:
+            terminalreporter.write_line(line)
         for line in ([""] if self.cells and gate_lines else []) + gate_lines:
             terminalreporter.write_line(line)
 
@@ -391,9 +404,11 @@ class QcryptoRun:
         from pytest_qcrypto.fixture import QcryptoFixture
 
         s = self.settings
+        if self.machine_state is None:
+            self.machine_state = machine.capture()
         timeout, isolate = self.time_limits
         return QcryptoFixture(lambda: self.registry, self.record, s.min_time, s.rounds, self.rng,
-                              timeout=timeout, isolate=isolate)
+                              self.jobs, timeout=timeout, isolate=isolate)
 
 
 class SpeedMatrix(pytest.Collector):
