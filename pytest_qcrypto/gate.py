@@ -732,8 +732,8 @@ class Gate:
 
     def finish(self, session: pytest.Session, exitstatus: int) -> None:
         """Save the results file, if asked (from ``pytest_sessionfinish``)."""
-        if self.save_path is None:
-            return
+        if self.save_path is None or hasattr(self.config, "workerinput"):
+            return  # (a pytest-xdist worker: the controller saves)
         complete = (exitstatus not in (pytest.ExitCode.INTERRUPTED,
                                        pytest.ExitCode.INTERNAL_ERROR,
                                        pytest.ExitCode.USAGE_ERROR)

@@ -4,6 +4,7 @@ import dataclasses
 import json
 import re
 import xml.etree.ElementTree as ET
+from pathlib import Path
 
 import pytest
 
@@ -610,3 +611,16 @@ def test_other_jobs_count_is_not_judged(fake):
     assert r.ret == 0, r.stdout.str()
     r.stdout.fnmatch_lines(["not judged: different jobs (1 in the baseline, 2 now): 1 "
                             "measurement passes unjudged"])
+
+
+def test_the_ci_example_settings_are_valid(fake):
+    example = Path(__file__).parent.parent / "examples" / "ci" / "pyproject.toml"
+    text = example.read_text().replace('["openssl", "hashlib"]', '["fake"]')
+    (fake.path / "pyproject.toml").write_text(text)
+    baseline(fake, sizes="64,1024,16384")
+    r = fake.runpytest("--qcrypto-digest", "sha256", "--qcrypto-min-time", "0.002",
+                       "--qcrypto-rounds", "1", "--qcrypto-compare", "base.json",
+                       "--junitxml", "junit.xml")
+    assert r.ret == 0, r.stdout.str()
+    props = junit(fake)["sha256[fake-64]"][1]
+    assert props["qcrypto_threshold_pct"] == "20"  # "*:*:64 = 20%"

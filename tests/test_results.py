@@ -382,3 +382,14 @@ def test_killed_run_leaves_the_old_file_intact(pytester):
     _run_and_interrupt(pytester, signal.SIGKILL)
     assert (pytester.path / "out.json").read_text() == old
     assert sorted(p.name for p in pytester.path.iterdir() if "out.json" in p.name) == ["out.json"]
+
+
+def test_stopped_early_with_x_is_incomplete(pytester):
+    pytester.makeconftest(FAKE_PLUGIN)
+    pytester.makeini("[pytest]\nqcrypto_floors =\n    sha256:fake = 1e12\n")
+    r = pytester.runpytest(*FAKE_RUN, "--qcrypto-size", "16,64", "--qcrypto-confirm", "0", "-x",
+                           "--qcrypto-save", "out.json")
+    assert r.ret == 1
+    r.assert_outcomes(failed=1)
+    saved = results.load(pytester.path / "out.json")
+    assert saved.complete is False and len(saved.results) == 1
