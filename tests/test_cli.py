@@ -286,3 +286,28 @@ def test_report_in_process(pytester, capsys):
     assert out[2].startswith("sha256 ")  # one machine, one plugin: openssl's own label
     assert out[-2] == "machines:"
     assert out[-1].startswith(f"  one: {pytester.path / 'one.json'}: ")
+
+
+def test_all_keeps_a_named_algorithm_the_plugin_lacks(pytester):
+    r = pytester.runpytest("--qcrypto-digest", "all,sm3", "--qcrypto-plugin", "pycryptodome",
+                           "--qcrypto-size", "64", *FAST)
+    assert r.ret == 0
+    headers = [line for line in r.outlines if line.startswith("Benchmark results for")]
+    assert "Benchmark results for 'sha256' digest (KiB/s):" in headers
+    assert "Benchmark results for 'sm3' digest (KiB/s):" in headers  # named: shown as skipped
+    r.stdout.fnmatch_lines(["  - pycryptodome (all sizes) skipped: *sm3*"])
+    r = pytester.runpytest("--qcrypto-digest", "all", "--qcrypto-plugin", "pycryptodome",
+                           "--qcrypto-size", "64", *FAST)
+    assert r.ret == 0
+    assert "Benchmark results for 'sha256' digest (KiB/s):" in r.outlines
+    assert "Benchmark results for 'sm3' digest (KiB/s):" not in r.outlines  # not supported
+
+
+def test_report_html_plot_carries_the_tables_and_legend(pytester):
+    saved(pytester, "a.json")
+    saved(pytester, "b.json", {"cores": 99})
+    r = qcrypto(pytester, "report", "a.json", "b.json", "--qcrypto-plot", "report.html")
+    assert r.ret == 0, r.stderr.str()
+    page = (pytester.path / "report.html").read_text()
+    assert "Benchmark results for &#x27;sha256&#x27; digest (KiB/s):" in page
+    assert "differences:" in page and "b=99" in page
