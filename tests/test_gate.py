@@ -351,9 +351,12 @@ def test_short_slowdown_of_one_try_does_not_fail(fake):
     # (more tries than the default: this machine is shared, a retry may be preempted too)
     r = compare(fake, "--qcrypto-confirm", "5", sizes="64")
     assert r.ret == 0, r.stdout.str()
-    r.stdout.fnmatch_lines(["passed on a retry: sha256 fake 64 B digest: tries: *, * KiB/s*"])
     [(_, props)] = junit(fake).values()
-    assert int(props["qcrypto_tries"]) >= 2 and props["qcrypto_verdict"] == "passed on a retry"
+    assert int(props["qcrypto_tries"]) >= 2
+    # (a retry that other processes slowed down, but not once their time is taken out, says so)
+    assert props["qcrypto_verdict"] in ("passed on a retry", "machine busy")
+    r.stdout.re_match_lines([r"(passed on a retry|machine busy \(not failed\)): sha256 fake 64 B "
+                             r"digest: .*tries: [\d.]+, .* KiB/s"])
 
 
 def test_slow_round_is_absorbed_by_the_median(fake):
