@@ -459,8 +459,7 @@ class _AfalgContext(Context):
     def __init__(self, algorithm: Algorithm, key: bytes, tfm: Any) -> None:
         super().__init__(algorithm, key)
         self._tfm: Any = tfm
-        self._op: Any = None
-        self._op = tfm.accept()[0]
+        self._op: Any = tfm.accept()[0]
         self._room = (0, 0)
 
     @property

@@ -260,6 +260,7 @@ def fetch_kernel(cache: Path, tools: Mapping[str, str]) -> Path:
 
 INIT = r"""#!/bin/busybox sh
 # qcrypto-vm init: mount the host root read-only with a tmpfs overlay, run the command.
+# (The host's /tmp stays visible: a checkout there must be reachable.)
 /bin/busybox --install -s /bin
 export PATH=/bin
 mount -t proc proc /proc; mount -t sysfs sysfs /sys; mount -t devtmpfs devtmpfs /dev
@@ -277,7 +278,6 @@ mount -t proc proc /newroot/proc; mount -t sysfs sysfs /newroot/sys
 mount -t devtmpfs devtmpfs /newroot/dev
 mkdir -p /newroot/dev/pts /newroot/dev/shm
 mount -t devpts devpts /newroot/dev/pts; mount -t tmpfs tmpfs /newroot/dev/shm
-mount -t tmpfs -o mode=1777 tmpfs /newroot/tmp
 mount -t tmpfs -o mode=755 tmpfs /newroot/run
 mkdir -p /newroot@RUN@ && mount --bind /qrun /newroot@RUN@
 mount --bind "/lower$(cat /qrun/moddir)" /lib/modules
