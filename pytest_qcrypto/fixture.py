@@ -12,7 +12,6 @@ measurement is recorded into the run's summary table.
 from __future__ import annotations
 
 import errno
-import traceback
 from collections.abc import Callable
 from typing import NoReturn
 
@@ -33,10 +32,9 @@ def _errno_text(exc: OSError) -> str:
 
 
 def _plugin_error(exc: BaseException) -> str:
-    """``Type: message (file:line in function)``, the innermost frame of the traceback."""
-    frames = traceback.extract_tb(exc.__traceback__)
-    where = f" ({frames[-1].filename}:{frames[-1].lineno} in {frames[-1].name})" if frames else ""
-    return f"{type(exc).__name__}: {exc}{where}"
+    """``Type: message (file:line in function)``, where the plugin raised it."""
+    where = limits.origin(exc)
+    return f"{type(exc).__name__}: {exc}" + (f" ({where})" if where else "")
 
 
 #: Called with each new measurement and a callable that measures the same cell again

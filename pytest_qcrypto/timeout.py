@@ -40,6 +40,7 @@ import select
 import signal
 import threading
 import time
+import traceback
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from types import FrameType
@@ -77,6 +78,19 @@ class MeasurementTimeout(BaseException):
 
 class IsolatedError(RuntimeError):
     """The measurement process died without a result, or its error could not be sent back."""
+
+
+def origin(exc: BaseException) -> str | None:
+    """Where ``exc`` was raised, ``file:line in function``, or None when unknown.
+
+    Also for an exception raised in an isolated child: tracebacks do not pickle,
+    so the child records this before sending the exception back.
+    """
+    recorded = getattr(exc, "qcrypto_origin", None)
+    if isinstance(recorded, str):
+        return recorded
+    frames = traceback.extract_tb(exc.__traceback__)
+    return f"{frames[-1].filename}:{frames[-1].lineno} in {frames[-1].name}" if frames else None
 
 
 # -- options -----------------------------------------------------------------------
@@ -290,6 +304,10 @@ def _child(fn: Callable[[], Any], write_fd: int) -> None:
         try:
             payload = pickle.dumps(("ok", fn()))
         except Exception as exc:
+            try:
+                exc.qcrypto_origin = origin(exc)  # type: ignore[attr-defined]
+            except Exception:
+                pass  # an exception type without attributes: sent without its origin
             payload = _pickled_error(exc)
         except BaseException as exc:  # SystemExit, KeyboardInterrupt: not for the parent to raise
             payload = _pickled_error(IsolatedError(f"{type(exc).__name__}: {exc}"))
