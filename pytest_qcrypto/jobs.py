@@ -4,8 +4,9 @@ The count is calibrated once in the calling process (the doubling-count loop
 of :mod:`pytest_qcrypto.harness`).  Then N worker processes are forked (the
 ``fork`` start method, named explicitly, so that the open context and crypto
 plugins registered in a ``conftest.py`` reach the workers without pickling).
-In every round all workers wait at a barrier, then each runs ``count``
-operations and notes its start and end on the shared monotonic clock.
+After an untimed warm-up, in every round all workers wait at a barrier,
+then each runs ``count`` operations and notes its start and end on the
+shared monotonic clock.
 
 The round's figure is the total bytes of all workers over the common window,
 from the earliest start to the latest end: ``sum(counts) * size / (max(ends) -
@@ -168,6 +169,8 @@ def _worker(run: Runner, count: int, rounds: int, barrier: Any, send: Any,
     # the parent's SIGTERM handler (if any) is for the parent: a worker ends when terminated
     signal.signal(signal.SIGTERM, signal.SIG_DFL)
     try:
+        # untimed: the first touches of copy-on-write pages after fork cost page faults
+        run(max(1, count // 16))
         done = []
         for _ in range(rounds):
             barrier.wait(timeout_s)
@@ -188,9 +191,11 @@ def fork_workers(run: Runner, jobs: int, count: int, rounds: int, timeout_s: flo
     ``clocks`` (wall, CPU; nanoseconds) default to ``time.perf_counter_ns`` and
     ``time.process_time_ns``; the wall clock must be one all processes share.
 
-    Returns each worker's rounds, in worker order.  Raises :class:`JobsError`
-    when a worker raises, dies, or has not answered after ``timeout_s`` seconds;
-    then every worker still running is terminated.
+    Each worker first runs 1/16 of ``count`` untimed (after fork, its first
+    writes to shared pages fault).  Returns each worker's rounds, in worker
+    order.  Raises :class:`JobsError` when a worker raises, dies, or has not
+    answered after ``timeout_s`` seconds; the others are then stopped (the
+    barrier is aborted) and killed if they do not end.
     """
     import multiprocessing  # here: a run without --qcrypto-jobs never needs it
 
