@@ -99,7 +99,7 @@ class FakeAlgKernel:
     def lookup(self, typ, name):
         if (typ, name) in ALGS:
             return ALGS[(typ, name)][2]
-        for (t, n), (driver, _, what) in ALGS.items():
+        for (t, _name), (driver, _, what) in ALGS.items():
             if t == typ and driver == name:
                 return what
         if (typ, name) in EXTRA_DRIVERS:

@@ -449,6 +449,11 @@ def _recv_exact(op: Any, out: memoryview) -> None:
         got += n
 
 
+def rejected_tag(exc: OSError) -> AuthenticationError:
+    """EBADMSG from an AEAD decryption: the tag did not verify."""
+    return AuthenticationError(f"the kernel rejected the tag: {errno_text(exc)}")
+
+
 def _short(sent: int, wanted: int) -> OSError:
     return OSError(errno.EMSGSIZE, f"AF_ALG took {sent} of {wanted} bytes in one send")
 
@@ -486,9 +491,10 @@ class _AfalgContext(Context):
             return
         op = self.op
         got = []
-        for need, plain, force, what in (
-                (tx + PAGE, socket.SO_SNDBUF, SO_SNDBUFFORCE, ("send", "SNDBUF", "wmem_max")),
-                (rx + 2 * PAGE, socket.SO_RCVBUF, SO_RCVBUFFORCE, ("receive", "RCVBUF", "rmem_max"))):
+        wanted = ((tx + PAGE, socket.SO_SNDBUF, SO_SNDBUFFORCE, ("send", "SNDBUF", "wmem_max")),
+                  (rx + 2 * PAGE, socket.SO_RCVBUF, SO_RCVBUFFORCE,
+                   ("receive", "RCVBUF", "rmem_max")))
+        for need, plain, force, what in wanted:
             have = op.getsockopt(socket.SOL_SOCKET, plain)
             if have < need:
                 try:
@@ -633,7 +639,7 @@ class _CipherContext(_AfalgContext):
         buf = memoryview(work.ciphertext if work.decrypt else work.data)
         out = bytearray(len(buf))
         dst = memoryview(out)
-        plan = [(buf[off:off + n], dst[off:off + n], flags | socket.MSG_DONTWAIT, n)
+        plan = [(buf[off:off + n], dst[off:off + n], int(flags | socket.MSG_DONTWAIT), n)
                 for off, n, flags in self._plan(len(buf))]
         opcode = socket.ALG_OP_DECRYPT if work.decrypt else socket.ALG_OP_ENCRYPT
         op = self.op
@@ -653,7 +659,8 @@ class _AeadContext(_AfalgContext):
     def why_one_request(self) -> str:
         return "an AEAD message is authenticated as a whole and cannot be sent in chunks"
 
-    def _request(self, opcode: int, iv: bytes, msg: bytes, assoclen: int, out_size: int) -> bytearray:
+    def _request(self, opcode: int, iv: bytes, msg: bytes, assoclen: int,
+                 out_size: int) -> bytearray:
         out = bytearray(out_size)
         self.room(len(msg), out_size)
         op = self.op
@@ -666,7 +673,7 @@ class _AeadContext(_AfalgContext):
         except OSError as exc:
             self.reset()
             if exc.errno == errno.EBADMSG:
-                raise AuthenticationError(f"the kernel rejected the tag: {errno_text(exc)}") from None
+                raise rejected_tag(exc) from None
             raise self.too_big(exc, len(msg)) from None
         return out
 
@@ -706,7 +713,7 @@ class _AeadContext(_AfalgContext):
                         raise OSError(errno.EIO, f"AF_ALG returned less than {n} bytes")
             except OSError as exc:
                 if exc.errno == errno.EBADMSG:
-                    raise AuthenticationError(f"the kernel rejected the tag: {errno_text(exc)}") from None
+                    raise rejected_tag(exc) from None
                 raise
 
         return run

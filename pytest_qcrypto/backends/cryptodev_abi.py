@@ -213,7 +213,7 @@ class Abi:
     cop_decrypt: int
     algorithms: dict[str, AlgorithmIds]
     load_hint: str
-    structs: dict[str, type] = field(default_factory=dict)
+    structs: dict[str, type[ctypes.Structure]] = field(default_factory=dict)
 
     @property
     def linux(self) -> bool:
@@ -290,9 +290,10 @@ def linux_abi(machine: str | None = None) -> Abi:
         "CIOCASYNCFETCH": e.ior("c", 111, LinuxCryptOp),
         "CIOCCPHASH": e.iow("c", 112, LinuxCphashOp),
     }
-    structs = {"session_op": LinuxSessionOp, "session_info_op": LinuxSessionInfoOp,
-               "crypt_op": LinuxCryptOp, "crypt_auth_op": LinuxCryptAuthOp,
-               "crypt_kop": CryptKop, "cphash_op": LinuxCphashOp}
+    structs: dict[str, type[ctypes.Structure]] = {
+        "session_op": LinuxSessionOp, "session_info_op": LinuxSessionInfoOp,
+        "crypt_op": LinuxCryptOp, "crypt_auth_op": LinuxCryptAuthOp,
+        "crypt_kop": CryptKop, "cphash_op": LinuxCphashOp}
     return Abi("cryptodev-linux", e, requests, cop_encrypt=0, cop_decrypt=1,
                algorithms=LINUX_IDS, structs=structs,
                load_hint="load the cryptodev-linux module: modprobe cryptodev "
@@ -315,9 +316,10 @@ def freebsd_abi() -> Abi:
         "CIOCFINDDEV": e.iowr("c", 108, FreeBSDCryptFindOp),
         "CIOCCRYPTAEAD": e.iowr("c", 109, FreeBSDCryptAead),
     }
-    structs = {"session_op": FreeBSDSessionOp, "session2_op": FreeBSDSession2Op,
-               "crypt_op": FreeBSDCryptOp, "crypt_aead": FreeBSDCryptAead,
-               "crypt_find_op": FreeBSDCryptFindOp, "crypt_kop": CryptKop}
+    structs: dict[str, type[ctypes.Structure]] = {
+        "session_op": FreeBSDSessionOp, "session2_op": FreeBSDSession2Op,
+        "crypt_op": FreeBSDCryptOp, "crypt_aead": FreeBSDCryptAead,
+        "crypt_find_op": FreeBSDCryptFindOp, "crypt_kop": CryptKop}
     return Abi("FreeBSD", e, requests, cop_encrypt=1, cop_decrypt=2,
                algorithms=FREEBSD_IDS, structs=structs,
                load_hint="load cryptodev(4): kldload cryptodev; software and CPU-instruction "

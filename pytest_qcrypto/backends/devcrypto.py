@@ -141,8 +141,9 @@ class Session:
 
     Builders return ``(request, struct)``; the caller issues
     ``device.ioctl(request, struct, False)``.  The struct holds its buffers
-    (``struct.buffers``), so the memory its pointers name lives as long as it.  ``aead`` sessions only ever build
-    AEAD requests: :meth:`crypt_request` refuses them.
+    (``struct.buffers``), so the memory its pointers name lives as long as it.
+    ``aead`` sessions only ever build AEAD requests: :meth:`crypt_request`
+    refuses them.
     """
 
     driver: str | None = None

@@ -18,7 +18,7 @@ import subprocess
 
 import pytest
 
-from pytest_qcrypto import catalog, harness, kat
+from pytest_qcrypto import catalog, kat
 from pytest_qcrypto.backends import AuthenticationError, Unsupported
 from pytest_qcrypto.backends.afalg import CHUNK, AfalgPlugin, kernel_name
 from pytest_qcrypto.backends.openssl import OpenSSLPlugin

@@ -353,8 +353,9 @@ class Machine:
 
     def accel(self) -> list[str]:
         """KVM when /dev/kvm is real VT-x/AMD-V (not PVM, where a stock kernel hangs), else TCG."""
+        flags = Path("/proc/cpuinfo").read_text().split()
         kvm = (os.access("/dev/kvm", os.R_OK | os.W_OK) and not Path("/sys/module/kvm_pvm").exists()
-               and any(flag in Path("/proc/cpuinfo").read_text().split() for flag in ("vmx", "svm")))
+               and ("vmx" in flags or "svm" in flags))
         if kvm and os.environ.get("QCRYPTO_KERNEL_ACCEL", "auto") in ("auto", "kvm"):
             return ["-accel", "kvm", "-cpu", "host,-arch-capabilities"]
         return ["-accel", "tcg,tb-size=64", "-cpu", "max"]
