@@ -40,10 +40,9 @@ from pytest_qcrypto.results import Result, ResultsFile
 from pytest_qcrypto.settings import SettingsError
 
 DEFAULT_THRESHOLD = 10.0
-#: A try that waited more than this share of its time for a CPU shows its figure without
-#: the wait in messages; at most MAX_BUSY is taken out (a try that only waited says nothing).
+#: A try whose median round loses more than this share to its wait for a CPU says so in
+#: messages, with its figure without the wait.
 BUSY_SHARE = 0.05
-MAX_BUSY = 0.9
 DEFAULT_CONFIRM = 2
 MAX_CONFIRM = 20
 WILDCARD = "*"
@@ -339,28 +338,37 @@ def cpu_wait_s() -> float | None:
 
 
 class WaitMeter:
-    """The share of elapsed time this thread waited for a CPU, since :meth:`start`."""
+    """Of the time this thread was off the CPU since :meth:`start`, the share that it was
+    ready to run but waited for a CPU held by other processes.
+
+    0.0: it slept, or waited for a device; 1.0: all of it was other work on the machine.
+    """
 
     def __init__(self, clock: Callable[[], float] = time.perf_counter,
-                 wait: Callable[[], float | None] = cpu_wait_s) -> None:
-        self.clock, self.wait = clock, wait
+                 wait: Callable[[], float | None] = cpu_wait_s,
+                 cpu: Callable[[], float] = time.thread_time) -> None:
+        self.clock, self.wait, self.cpu = clock, wait, cpu
         self.start()
 
     def start(self) -> None:
-        self._wait0, self._t0 = self.wait(), self.clock()
+        self._wait0, self._t0, self._cpu0 = self.wait(), self.clock(), self.cpu()
 
     def share(self) -> float | None:
-        """0.0 to :data:`MAX_BUSY`; None when the system does not tell."""
-        t1, w1 = self.clock(), self.wait()
-        if self._wait0 is None or w1 is None or t1 <= self._t0:
+        """0.0 to 1.0; None when the system does not tell."""
+        t1, w1, c1 = self.clock(), self.wait(), self.cpu()
+        if self._wait0 is None or w1 is None:
             return None
-        return min(max((w1 - self._wait0) / (t1 - self._t0), 0.0), MAX_BUSY)
+        off_cpu = (t1 - self._t0) - (c1 - self._cpu0)
+        if off_cpu <= 1e-6:
+            return 0.0
+        return min(max((w1 - self._wait0) / off_cpu, 0.0), 1.0)
 
 
 def metered(again: Callable[[], Measurement], clock: Callable[[], float] = time.perf_counter,
-            wait: Callable[[], float | None] = cpu_wait_s) -> tuple[Measurement, float | None]:
-    """Run one try; return it and the share of its time spent waiting for a CPU (or None)."""
-    meter = WaitMeter(clock, wait)
+            wait: Callable[[], float | None] = cpu_wait_s,
+            cpu: Callable[[], float] = time.thread_time) -> tuple[Measurement, float | None]:
+    """Run one try; return it and the share of its time off the CPU that was a wait for one."""
+    meter = WaitMeter(clock, wait, cpu)
     m = again()
     return m, meter.share()
 
@@ -369,18 +377,16 @@ def _without_wait(rounds_s: Sequence[float], cpu_s: Sequence[float],
                   share: float | None) -> list[float] | None:
     if not share or not rounds_s or len(cpu_s) != len(rounds_s):
         return None
-    return [w - min(max(w - c, 0.0), share * w) for w, c in zip(rounds_s, cpu_s)]
+    return [w - share * max(w - c, 0.0) for w, c in zip(rounds_s, cpu_s)]
 
 
 def without_wait(m: Measurement, share: float | None) -> tuple[float, float]:
     """Bytes per second of the median and of the fastest round, the wait for a CPU taken out.
 
-    ``share`` is the part of the try's time the thread waited for a CPU.  Each
-    round loses that share of its wall time, but never more than the round's
-    wall time beyond its CPU time: a round cannot have waited longer than it
-    was off the CPU, and time off the CPU that was not a wait (a plugin
-    sleeping, a device working) stays.  Without ``share`` or CPU times the
-    figures are the measured ones.
+    ``share`` is the part of the try's time off the CPU that was a wait for a
+    CPU (:class:`WaitMeter`).  Each round loses that share of its wall time
+    beyond its CPU time; the rest (a plugin sleeping, a device working) stays.
+    Without ``share`` or CPU times the figures are the measured ones.
     """
     rounds = _without_wait(m.rounds_s, m.cpu_s, share)
     if rounds is None:
@@ -406,8 +412,10 @@ def _tries_text(tries: Sequence[Measurement], waits: Sequence[float | None], bes
     parts = []
     for m, w in zip(tries, waits):
         text = _kib(m.bytes_per_second)
-        if w is not None and w > BUSY_SHARE:
-            text += f" (waited {w:.0%} for a CPU: {_kib(without_wait(m, w)[0])} without)"
+        without = without_wait(m, w)[0]
+        lost = 1 - m.bytes_per_second / without
+        if lost > BUSY_SHARE:
+            text += f" (waited {lost:.0%} of it for a CPU: {_kib(without)} without)"
         parts.append(text)
     return f"tries: {', '.join(parts)} KiB/s (best {_kib(best)})"
 
@@ -459,9 +467,10 @@ def judge_tries(first: Measurement, again: Callable[[], Measurement] | None, con
         if fastest < base_slowest:
             v.status = REGRESSION
             base_text = _kib(base_bps)
-            if baseline.cpu_wait_share and base_bps != baseline.bytes_per_second:
+            lost = 1 - baseline.bytes_per_second / base_bps
+            if lost > BUSY_SHARE:
                 base_text += (f" ({_kib(baseline.bytes_per_second)} by the clock, which waited "
-                              f"{baseline.cpu_wait_share:.0%} for a CPU)")
+                              f"{lost:.0%} of it for a CPU)")
             v.failures.append(
                 f"regression: {describe(kept)}: {_kib(v.figure)} KiB/s now, baseline "
                 f"{base_text} KiB/s, change {v.change * 100:+.1f}%, threshold "  # type: ignore[operator]

@@ -25,17 +25,18 @@ dashboards read them) and only change with ``schema_version``::
          "size": 4096, "direction": "digest", "operation": "hash one buffer ...",
          "count": 4096, "rounds_s": [0.0082, 0.0081, 0.0083], "cpu_s": [...],
          "bytes_per_second": 2.07e9, "jobs": 1, "driver": null, "hardware": null,
-         "test": "qcrypto::sha256[openssl-4096]", "cpu_wait_share": 0.01}
+         "test": "qcrypto::sha256[openssl-4096]", "cpu_wait_share": 0.8}
       ],
       "machine_state": {"load": [0.1, 0.2, 0.2], ...}   # optional, see machine.py
     }
 
 ``bytes_per_second`` is ``count * size`` over the median of ``rounds_s``
 (seconds of wall time per round): the figure a regression gate compares.
-``cpu_s`` are the CPU seconds of the same rounds.  ``cpu_wait_share`` is the
-part of the measurement's time the measuring thread was ready to run but
-waited for a CPU held by other processes (Linux schedstat; null elsewhere):
-the gate judges figures without that wait.  ``jobs`` is the number of
+``cpu_s`` are the CPU seconds of the same rounds.  ``cpu_wait_share`` is, of
+the time the measuring thread was off the CPU during the measurement, the
+part it was ready to run but waited for a CPU held by other processes (0: it
+slept or waited for a device; Linux schedstat, null elsewhere): the gate
+judges figures without that wait.  ``jobs`` is the number of
 processes that measured at once (``--qcrypto-jobs``; the figure is their sum).
 ``tries`` (optional) lists ``bytes_per_second`` of every try when the gate
 measured a cell again.  ``machine_state`` (optional) is the load and clock
@@ -193,7 +194,7 @@ class Result:
                          tries: Iterable[Measurement] = (),
                          cpu_wait_share: float | None = None) -> Result:
         """The saved form of ``m``; ``tries`` are all tries when the gate re-measured,
-        ``cpu_wait_share`` the share of the measurement's time spent waiting for a CPU."""
+        ``cpu_wait_share`` the share of its time off the CPU spent waiting for one."""
         every = tuple(t.bytes_per_second for t in tries)
         jobs = m.extra.get("jobs", 1)
         return cls(algorithm=m.algorithm, plugin=m.plugin, size=m.size, direction=m.direction,

@@ -28,8 +28,8 @@ class Missing(CryptoPlugin):
 
 USAGE = pytest.ExitCode.USAGE_ERROR
 #: Three tries in a failure message (a try that waited for a CPU says so).
-TRIES = r"tries: [\d.]+( \(waited \d+% for a CPU: [\d.]+ without\))?" \
-    r"(, [\d.]+( \(waited \d+% for a CPU: [\d.]+ without\))?){2} KiB/s \(best [\d.]+\)"
+TRIES = r"tries: [\d.]+( \(waited \d+% of it for a CPU: [\d.]+ without\))?" \
+    r"(, [\d.]+( \(waited \d+% of it for a CPU: [\d.]+ without\))?){2} KiB/s \(best [\d.]+\)"
 
 
 def m(seconds, rounds=None, size=4096, count=1000, plugin="openssl", cpu=None):
@@ -167,20 +167,20 @@ def test_confirm_zero_means_one_try():
 
 
 def test_wait_for_a_cpu_is_taken_out():
-    # every try 40% slower by the clock: the rounds waited 40% of their time for a CPU
+    # every try 40% slower by the clock: its rounds were off the CPU waiting for one
     base = Result.from_measurement(m(0.010, cpu=0.010))
     v = judge(m(0.0167, cpu=0.010), tries_of(0.0167, 0.0167, cpu=0.010), 2, base, TEN, None,
-              busy=[0.4, 0.4])
+              busy=[1.0, 1.0])
     assert not v.failed and v.status == gate.BUSY and len(v.tries) == 2
     assert v.clock_change == pytest.approx(0.010 / 0.0167 - 1)
-    assert v.change == pytest.approx(0.010 / 0.010020 - 1)
-    assert "waited 40% for a CPU" in v.tries_text
+    assert v.change == pytest.approx(0.0)
+    assert "waited 40% of it for a CPU: " in v.tries_text
 
 
 def test_the_baseline_is_judged_without_its_own_wait():
-    # the baseline was measured on a busy machine (half its time waiting): 0.020 s by the
-    # clock, 0.010 s on the CPU; now the same code on an idle machine takes 0.010 s
-    saved = Result.from_measurement(m(0.020, cpu=0.010), cpu_wait_share=0.5)
+    # the baseline was measured on a busy machine: 0.020 s by the clock, 0.010 s on the CPU,
+    # all the rest waiting for a CPU; now the same code on an idle machine takes 0.010 s
+    saved = Result.from_measurement(m(0.020, cpu=0.010), cpu_wait_share=1.0)
     assert gate.baseline_figures(saved)[0] == pytest.approx(2 * saved.bytes_per_second)
     v = judge(m(0.010, cpu=0.010), tries_of(), 2, saved, TEN, None, first_wait=0.0)
     assert v.status == gate.OK and v.change == pytest.approx(0.0)
@@ -189,39 +189,44 @@ def test_the_baseline_is_judged_without_its_own_wait():
     v = judge(m(0.010, cpu=0.010), tries_of(0.010, 0.010, cpu=0.010), 2, raised, TEN, None,
               first_wait=0.0)
     assert v.failed and "change -33.3%" in v.message
-    assert "by the clock, which waited 50% for a CPU" in v.message
+    assert "by the clock, which waited 50% of it for a CPU" in v.message
 
 
 def test_wait_is_never_taken_from_cpu_time():
-    # the try waited 50% for a CPU, but not during its rounds (all CPU): nothing to take out
+    # the try waited for a CPU, but its rounds were all on the CPU: nothing to take out
     base = Result.from_measurement(m(0.010, cpu=0.010))
     v = judge(m(0.020, cpu=0.020), tries_of(0.020, 0.020, cpu=0.020), 2, base, TEN, None,
-              busy=[0.5, 0.5])
+              busy=[1.0, 1.0])
     assert v.failed and v.status == gate.REGRESSION and "change -50.0%" in v.message
 
 
 def test_sleeping_is_not_a_wait_for_a_cpu():
-    # a plugin that sleeps half of each round, on an idle machine: a regression
+    # a plugin that sleeps half of each round: none of that time off the CPU was a wait
     base = Result.from_measurement(m(0.010, cpu=0.010))
     v = judge(m(0.020, cpu=0.010), tries_of(0.020, 0.020, cpu=0.010), 2, base, TEN, None,
-              busy=[0.0, 0.01])
+              busy=[0.0, 0.0])
     assert v.failed and v.status == gate.REGRESSION
+    # on a busy machine as well: only the waiting part of its time off the CPU is taken out
+    v = judge(m(0.025, cpu=0.010), tries_of(0.025, 0.025, cpu=0.010), 2, base, TEN, None,
+              busy=[0.4, 0.4])  # 0.015 s off the CPU: 0.006 s waiting, 0.009 s asleep
+    assert v.failed and "change -47.4%" in v.message
 
 
 def test_a_real_regression_on_a_busy_machine_still_fails():
-    # code 30% slower (0.01429 s of CPU), and its rounds waited 20% of their time for a CPU
+    # code 30% slower (0.01429 s of CPU), its rounds also waiting for a CPU
     base = Result.from_measurement(m(0.010, cpu=0.010))
     v = judge(m(0.01786, cpu=0.01429), tries_of(0.01786, 0.01786, cpu=0.01429), 2, base, TEN,
-              None, busy=[0.2, 0.2])
+              None, busy=[1.0, 1.0])
     assert v.failed and v.status == gate.REGRESSION
-    assert "change -30.0%" in v.message and "waited 20% for a CPU" in v.message
+    assert "change -30.0%" in v.message and "waited 20% of it for a CPU" in v.message
 
 
 def test_metered_reads_the_wait_of_this_thread():
-    clock = iter([1.0, 3.0]).__next__
-    wait = iter([10.0, 10.5]).__next__
-    measured, share = gate.metered(lambda: m(0.01), clock, wait)  # 0.5 s of 2 s waited
-    assert share == 0.25 and measured.median_s == 0.01
+    # 2 s elapsed, 1 s on the CPU, 0.5 s of the other second waiting for a CPU
+    clock, cpu, wait = iter([1.0, 3.0]).__next__, iter([5.0, 6.0]).__next__, \
+        iter([10.0, 10.5]).__next__
+    measured, share = gate.metered(lambda: m(0.01), clock, wait, cpu)
+    assert share == 0.5 and measured.median_s == 0.01
     assert gate.metered(lambda: m(0.01), clock=iter([1.0, 2.0]).__next__,
                         wait=lambda: None)[1] is None
     assert gate.cpu_wait_s() is None or gate.cpu_wait_s() >= 0
@@ -288,7 +293,7 @@ def test_compare_with_itself_passes(fake):
     assert r.ret == 0, r.stdout.str()
     r.assert_outcomes(passed=3)
     r.stdout.fnmatch_lines(["Change against baseline *base.json (negative = slower):",
-                            "plugin * 16 * 64 * 256", "fake * [+-]*.*% * [+-]*.*% * [+-]*.*%",
+                            "plugin * 16 * 64 * 256", "fake * [+-]*.*%* * [+-]*.*%* * [+-]*.*%*",
                             "Regression gate: baseline *base.json (3 results, created *"])
 
 
@@ -322,7 +327,7 @@ def test_figures_raised_by_five_percent_pass_a_ten_percent_threshold(fake):
     assert r.ret == 0, r.stdout.str()
     for message, props in junit(fake).values():
         assert message is None
-        assert props["qcrypto_verdict"] in ("ok", "passed on a retry")
+        assert props["qcrypto_verdict"] in ("ok", "passed on a retry", "machine busy")
         assert -10 <= float(props["qcrypto_change_pct"]) < 0
 
 
@@ -356,7 +361,7 @@ def test_short_slowdown_of_one_try_does_not_fail(fake):
     # (a retry that other processes slowed down, but not once their time is taken out, says so)
     assert props["qcrypto_verdict"] in ("passed on a retry", "machine busy")
     r.stdout.re_match_lines([r"(passed on a retry|machine busy \(not failed\)): sha256 fake 64 B "
-                             r"digest: .*tries: [\d.]+, .* KiB/s"])
+                             r"digest: .*tries: [\d.]+.*, [\d.]+.* KiB/s"])
 
 
 def test_slow_round_is_absorbed_by_the_median(fake):
@@ -370,7 +375,8 @@ def test_slow_round_is_absorbed_by_the_median(fake):
     if props["qcrypto_tries"] == "1":  # (unless the shared machine preempted another round)
         [entry] = json.loads((fake.path / "now.json").read_text())["results"]
         rounds = entry["rounds_s"]
-        assert max(rounds) > 2 * min(rounds) and props["qcrypto_verdict"] == "ok"
+        assert max(rounds) > 2 * min(rounds)
+        assert props["qcrypto_verdict"] in ("ok", "machine busy")
 
 
 def test_thresholds_from_the_ini_file(fake):
@@ -485,7 +491,7 @@ def test_new_and_not_collected_cells_are_summary_lines(fake):
                             "  sha256 fake digest, size 256: new",
                             "in the baseline but not measured in this run:",
                             "  sha256 fake digest, size 16: not run"])
-    r.stdout.fnmatch_lines(["fake * [+-]*% * new"])
+    r.stdout.fnmatch_lines(["fake * [+-]*%* * new"])
 
 
 def test_driver_change_is_named(fake):
