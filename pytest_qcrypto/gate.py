@@ -268,6 +268,11 @@ def _kib(bps: float) -> str:
     return f"{bps / KIB:.2f}"
 
 
+def _pct(fraction: float | None) -> str:
+    """``-0.124`` -> ``-12.4%``."""
+    return "n/a" if fraction is None else f"{fraction * 100:+.1f}%"
+
+
 def describe(m: Measurement) -> str:
     """``sha256 openssl 4096 B digest``: a cell in words."""
     return f"{m.algorithm} {m.plugin} {m.size} B {m.direction}"
@@ -442,8 +447,10 @@ def judge_tries(first: Measurement, again: Callable[[], Measurement] | None, con
     def figure(i: int) -> float:
         return without_wait(tries[i], waits[i])[0]
 
+    limit = threshold.value if threshold is not None else math.inf
+
     def regressed(bps: float, base: float = base_bps) -> bool:
-        return judged and slowdown(bps, base) * 100 > threshold.value  # type: ignore[union-attr]
+        return judged and slowdown(bps, base) * 100 > limit
 
     def below_floor(bps: float) -> bool:
         return floor is not None and bps / KIB < floor.value
@@ -473,7 +480,7 @@ def judge_tries(first: Measurement, again: Callable[[], Measurement] | None, con
                               f"{lost:.0%} of it for a CPU)")
             v.failures.append(
                 f"regression: {describe(kept)}: {_kib(v.figure)} KiB/s now, baseline "
-                f"{base_text} KiB/s, change {v.change * 100:+.1f}%, threshold "  # type: ignore[operator]
+                f"{base_text} KiB/s, change {_pct(v.change)}, threshold "
                 f"{threshold.value:g}% ({threshold.source}); {v.tries_text}; its fastest round "
                 f"{_kib(fastest)} KiB/s is below the baseline's slowest round "
                 f"{_kib(base_slowest)} KiB/s")
@@ -689,7 +696,7 @@ class Gate:
                  ("qcrypto_kib_per_s", f"{m.kib_per_s:.2f}")]
         if v.baseline is not None:
             props += [("qcrypto_baseline_kib_per_s", f"{v.baseline.kib_per_s:.2f}"),
-                      ("qcrypto_change_pct", f"{v.change * 100:+.1f}")]  # type: ignore[operator]
+                      ("qcrypto_change_pct", _pct(v.change).rstrip("%"))]
             if v.threshold is not None:
                 props.append(("qcrypto_threshold_pct", f"{v.threshold.value:g}"))
         if v.floor is not None:
@@ -800,7 +807,7 @@ class Gate:
                     mark = MARKS.get(v.status, "")
                     if mark:
                         used.add(v.status)
-                    texts[(p, s)] = f"{v.change * 100:+.1f}%{mark}"
+                    texts[(p, s)] = f"{_pct(v.change)}{mark}"
                 elif v is not None:
                     texts[(p, s)] = "new"
                 elif cell in self.gone:
@@ -861,10 +868,10 @@ class Gate:
                   "unjudged" for why, n in reasons.items()]
         noisy = [v for v in verdicts if v.status == NOISE]
         lines += [f"within noise (not failed): {describe(v.measurement)}: change "
-                  f"{v.change * 100:+.1f}% but rounds overlap the baseline's"  # type: ignore[operator]
+                  f"{_pct(v.change)} but rounds overlap the baseline's"
                   for v in noisy]
         lines += [f"machine busy (not failed): {describe(v.measurement)}: change "
-                  f"{v.clock_change * 100:+.1f}% by the clock, {v.change * 100:+.1f}% "  # type: ignore[operator]
+                  f"{_pct(v.clock_change)} by the clock, {_pct(v.change)} "
                   f"without the time spent waiting for a CPU; {v.tries_text}"
                   for v in verdicts if v.status == BUSY]
         lines += [f"passed on a retry: {describe(v.measurement)}: {v.tries_text}"

@@ -165,7 +165,7 @@ def machine_differences(baseline: Mapping[str, Any], current: Mapping[str, Any])
     return out
 
 
-# -- the model --------------------------------------------------------------------------------------
+# -- the model ---------------------------------------------------------------------------------
 
 
 @dataclass(frozen=True)
@@ -310,7 +310,7 @@ def plugin_entries(typed_names: Iterable[str], resolve: Callable[[str], Any],
     return out
 
 
-# -- writing ----------------------------------------------------------------------------------------
+# -- writing -----------------------------------------------------------------------------------
 
 
 def partial_path(path: Path) -> Path:
@@ -384,7 +384,7 @@ def check_writable(path: Path) -> str | None:
     return None
 
 
-# -- reading ----------------------------------------------------------------------------------------
+# -- reading -----------------------------------------------------------------------------------
 
 
 def _is_number(v: object) -> bool:
@@ -405,7 +405,7 @@ class _Checker:
         return ResultsError(f"{self.path}: {problem}")
 
     def get(self, obj: Mapping[str, Any], key: str, where: str, kind: str,
-            test: Callable[[Any], bool], default: Any = ..., ) -> Any:
+            test: Callable[[Any], bool], default: Any = ...) -> Any:
         if key not in obj:
             if default is ...:
                 raise self.fail(f"{where}{key} is missing")
