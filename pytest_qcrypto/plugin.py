@@ -336,6 +336,7 @@ class QcryptoRun:
     @pytest.hookimpl(wrapper=True)
     def pytest_runtest_protocol(self, item: pytest.Item) -> Generator[None, Any, Any]:
         self.current_item = item  # record() runs inside the test: its verdicts go to this item
+        self.gate.begin()
         try:
             return (yield)
         finally:
