@@ -393,3 +393,16 @@ def test_stopped_early_with_x_is_incomplete(pytester):
     r.assert_outcomes(failed=1)
     saved = results.load(pytester.path / "out.json")
     assert saved.complete is False and len(saved.results) == 1
+
+
+@pytest.mark.parametrize("field, value", [("bytes_per_second", 10**400), ("rounds_s", [10**400]),
+                                          ("cpu_s", [10**400]), ("tries", [10**400])])
+def test_numbers_beyond_the_float_range_are_refused(tmp_path, field, value):
+    entry = Result.from_measurement(measurement()).to_json()
+    entry[field] = value
+    doc = ResultsFile([]).to_json()
+    doc["results"] = [entry]
+    path = tmp_path / "base.json"
+    path.write_text(json.dumps(doc))
+    with pytest.raises(ResultsError, match=rf"results\[0\]\.{field} must be"):
+        results.load(path)
