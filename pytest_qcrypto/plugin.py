@@ -78,6 +78,13 @@ def pytest_addoption(parser: pytest.Parser) -> None:
     jobs.add_option(group)
 
 
+def pytest_qcrypto_plugins() -> list[Any]:
+    """The built-in crypto plugins join the registry through the same hook as everyone's."""
+    from pytest_qcrypto.backends import builtin_plugins
+
+    return list(builtin_plugins())
+
+
 def pytest_cmdline_main(config: pytest.Config) -> int | None:
     if config.getoption("qcrypto_bare"):  # before configure: moves pytest's output to stderr
         from pytest_qcrypto.cli import StderrTerminal
@@ -190,23 +197,15 @@ class QcryptoRun:
 
     @cached_property
     def registry(self) -> Registry:
-        """Built-in crypto plugins, then those from ``pytest_qcrypto_plugins`` implementations."""
-        from pytest_qcrypto.backends import builtin_plugins
-
-        extra: list[object] = []
+        """Every ``pytest_qcrypto_plugins`` answer in registration order: built-ins first."""
+        found: list[object] = []
+        # pluggy calls the newest registration first; reverse so built-ins lead.
         for result in reversed(self.config.hook.pytest_qcrypto_plugins()):
             if isinstance(result, (list, tuple)):
-                extra.extend(result)
+                found.extend(result)
             else:
-                extra.append(result)
-        return Registry([*builtin_plugins(), *extra])
-
-    @cached_property
-    def output(self) -> Any:
-        """The checked ``--qcrypto-unit``, ``-format``, ``-plot`` and ``-bare`` (render.Output)."""
-        from pytest_qcrypto.render import output_of
-
-        return output_of(self.config.getoption)
+                found.append(result)
+        return Registry(found)
 
     @cached_property
     def jobs(self) -> int:
@@ -223,6 +222,13 @@ class QcryptoRun:
         isolate = bool(self.config.getoption("qcrypto_isolate"))
         qtimeout.check_isolate(isolate)
         return seconds, isolate
+
+    @cached_property
+    def output(self) -> Any:
+        """The checked ``--qcrypto-unit``, ``-format``, ``-plot`` and ``-bare`` (render.Output)."""
+        from pytest_qcrypto.render import output_of
+
+        return output_of(self.config.getoption)
 
     @cached_property
     def rng(self) -> Randomness:
