@@ -11,8 +11,10 @@ measurement is recorded into the run's summary table.
 
 from __future__ import annotations
 
+import dataclasses
 import errno
 from collections.abc import Callable
+from dataclasses import dataclass
 from typing import NoReturn
 
 import pytest
@@ -42,6 +44,22 @@ def _plugin_error(exc: BaseException) -> str:
 Recorder = Callable[[Measurement, Callable[[], Measurement]], None]
 
 
+@dataclass(frozen=True)
+class MeasureOptions:
+    """How measurements run: the run's ``--qcrypto-*`` settings.
+
+    ``min_time`` and ``timeout`` in seconds (``timeout`` None: no limit);
+    ``rounds`` timed rounds; ``jobs`` processes at once; ``isolate`` measures
+    in a child process.
+    """
+
+    min_time: float = 0.1
+    rounds: int = 3
+    jobs: int = 1
+    timeout: float | None = None
+    isolate: bool = False
+
+
 def fail(message: str) -> NoReturn:
     """Fail the current test with a one-line message and no traceback.
 
@@ -54,15 +72,10 @@ def fail(message: str) -> NoReturn:
 class MeasuredContext:
     """An open context as tests see it: :meth:`measure` times it and records the figure."""
 
-    def __init__(self, ctx: BenchContext, record: Recorder, min_time: float, rounds: int,
-                 jobs: int = 1, timeout: float | None = None, isolate: bool = False) -> None:
+    def __init__(self, ctx: BenchContext, record: Recorder, options: MeasureOptions) -> None:
         self.bench = ctx
         self._record = record
-        self.min_time = min_time
-        self.rounds = rounds
-        self.jobs = jobs
-        self.timeout = timeout
-        self.isolate = isolate
+        self.options = options
 
     @property
     def algorithm(self) -> str:
@@ -87,19 +100,19 @@ class MeasuredContext:
         wrong known answer or a plugin error; skips it when the size does not
         suit the algorithm.
         """
-        min_time = self.min_time if min_time is None else min_time
-        rounds = self.rounds if rounds is None else rounds
-        m = self._measure(size, decrypt, min_time, rounds)
-        self._record(m, lambda: self._measure(size, decrypt, min_time, rounds))
+        options = dataclasses.replace(
+            self.options, min_time=self.options.min_time if min_time is None else min_time,
+            rounds=self.options.rounds if rounds is None else rounds)
+        m = self._measure(size, decrypt, options)
+        self._record(m, lambda: self._measure(size, decrypt, options))
         return m
 
-    def _measure(self, size: int, decrypt: bool, min_time: float, rounds: int) -> Measurement:
+    def _measure(self, size: int, decrypt: bool, options: MeasureOptions) -> Measurement:
         who = f"{self.plugin} {self.algorithm}"
         if self.bench.abandoned:
             fail(f"{who} at {size} bytes: not measured, the context was abandoned after a timeout")
         try:
-            return self.bench.measure(size, decrypt=decrypt, min_time=min_time, rounds=rounds,
-                                      jobs=self.jobs, timeout=self.timeout, isolate=self.isolate)
+            return self.bench.measure(size, decrypt=decrypt, **dataclasses.asdict(options))
         except limits.MeasurementTimeout as exc:
             fail(f"timed out after {exc.seconds:g} s in {who} at {size} bytes")
         except KnownAnswerError as exc:
@@ -140,16 +153,12 @@ class QcryptoFixture:
     Contexts are closed when the test ends, also when it fails.
     """
 
-    def __init__(self, registry: Callable[[], Registry], record: Recorder, min_time: float, rounds: int, rng: Randomness,
-                 jobs: int = 1, timeout: float | None = None, isolate: bool = False) -> None:
+    def __init__(self, registry: Callable[[], Registry], record: Recorder, rng: Randomness,
+                 options: MeasureOptions | None = None) -> None:
         self._registry = registry
         self._record = record
-        self.min_time = min_time
-        self.rounds = rounds
-        self.jobs = jobs
-        self.timeout = timeout
-        self.isolate = isolate
         self._rng = rng
+        self.options = options or MeasureOptions()
         self._open: list[MeasuredContext] = []
 
     def open(self, algorithm: str, plugin: str) -> MeasuredContext:
@@ -172,7 +181,7 @@ class QcryptoFixture:
                         else f"{plugin} does not support {alg.name}")
         try:
             ctx = limits.call_with_deadline(
-                lambda: bench.open_context(selection, alg, self._rng), self.timeout)
+                lambda: bench.open_context(selection, alg, self._rng), self.options.timeout)
         except limits.MeasurementTimeout as exc:
             fail(f"timed out after {exc.seconds:g} s in {plugin} {alg.name} opening a context")
         except (Unavailable, Unsupported) as exc:
@@ -181,8 +190,7 @@ class QcryptoFixture:
             pytest.skip(f"{plugin} {alg.name}: cannot open a context: {_errno_text(exc)}")
         except Exception as exc:  # a plugin bug: fail this item with it, the run goes on
             fail(f"{plugin} {alg.name}: cannot open a context: {_plugin_error(exc)}")
-        measured = MeasuredContext(ctx, self._record, self.min_time, self.rounds, self.jobs,
-                                   self.timeout, self.isolate)
+        measured = MeasuredContext(ctx, self._record, self.options)
         self._open.append(measured)
         return measured
 

@@ -408,14 +408,14 @@ class QcryptoRun:
     # -- fixtures ----------------------------------------------------------------
 
     def fixture(self) -> Any:
-        from pytest_qcrypto.fixture import QcryptoFixture
+        from pytest_qcrypto.fixture import MeasureOptions, QcryptoFixture
 
         s = self.settings
         if self.machine_state is None:
             self.machine_state = machine.capture()
         timeout, isolate = self.time_limits
-        return QcryptoFixture(lambda: self.registry, self.record, s.min_time, s.rounds, self.rng,
-                              self.jobs, timeout=timeout, isolate=isolate)
+        options = MeasureOptions(s.min_time, s.rounds, self.jobs, timeout, isolate)
+        return QcryptoFixture(lambda: self.registry, self.record, self.rng, options)
 
 
 class SpeedMatrix(pytest.Collector):

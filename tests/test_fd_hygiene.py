@@ -16,7 +16,7 @@ import pytest
 from pytest_qcrypto import catalog, timeout as qtimeout
 from pytest_qcrypto.backends import Context, CryptoPlugin, builtin_plugins
 from pytest_qcrypto.bench import Randomness
-from pytest_qcrypto.fixture import QcryptoFixture
+from pytest_qcrypto.fixture import MeasureOptions, QcryptoFixture
 from pytest_qcrypto.registry import Registry, Selection
 
 FD_DIR = Path("/proc/self/fd")
@@ -62,8 +62,8 @@ def test_measurements_through_the_fixture_leave_nothing_open(plugin):
     registry = Registry([plugin])
     before = open_fds()
     for _ in range(5):
-        fixture = QcryptoFixture(lambda: registry, lambda m, again: None, 0.0005, 1,
-                                 Randomness(3), timeout=10)
+        fixture = QcryptoFixture(lambda: registry, lambda m, again: None, Randomness(3),
+                                 MeasureOptions(0.0005, 1, timeout=10))
         for alg in one_per_kind(plugin):
             fixture.open(alg.name, plugin.name).measure(64, decrypt=alg.kind != catalog.DIGEST)
         fixture.close()
@@ -128,8 +128,8 @@ class PipePlugin(CryptoPlugin):
 def run_item(how: str, **limits):
     """What one test item would do: open, measure, close at teardown; the outcome."""
     registry = Registry([PipePlugin(how)])
-    fixture = QcryptoFixture(lambda: registry, lambda m, again: None, 0.001, 1, Randomness(5),
-                             **limits)
+    fixture = QcryptoFixture(lambda: registry, lambda m, again: None, Randomness(5),
+                             MeasureOptions(0.001, 1, **limits))
     try:
         fixture.open("sha256", how).measure(32)
         outcome = "passed"
@@ -168,7 +168,8 @@ def test_teardown_closes_the_others_when_one_close_fails():
     good, bad = PipePlugin("fine"), PipePlugin("close-fails")
     registry = Registry([good, bad])
     before = open_fds()
-    fixture = QcryptoFixture(lambda: registry, lambda m, again: None, 0.001, 1, Randomness(5))
+    fixture = QcryptoFixture(lambda: registry, lambda m, again: None, Randomness(5),
+                             MeasureOptions(0.001, 1))
     for name in ("fine", "close-fails", "fine"):
         fixture.open("sha256", name)
     with pytest.raises(OSError, match="Bad file descriptor"):
