@@ -172,7 +172,7 @@ def notes(table: Table) -> list[str]:
                    for (q, _), c in table.cells.items()
                    if q == p and c.measurement is not None and c.measurement.driver}
         for driver, hw in sorted(drivers, key=str):
-            kind = {True: "hardware", False: "software"}.get(hw, "hardware: unknown")  # type: ignore[arg-type]
+            kind = "hardware" if hw else "software" if hw is False else "hardware: unknown"
             out.append(f"  {p}: driver {driver} ({kind})")
     return out
 
