@@ -439,8 +439,10 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--pairs", type=int, default=9, help="interleaved pairs per ratio (default 9)")
     p.add_argument("--repeats", type=int, default=10,
                    help="measurements per stability row (default 10)")
-    p.add_argument("--openssl-pairs", type=int, default=3)
-    p.add_argument("--openssl-seconds", type=int, default=1)
+    p.add_argument("--openssl-pairs", type=int, default=5,
+                   help="interleaved pairs against openssl speed (default 5)")
+    p.add_argument("--openssl-seconds", type=int, default=1,
+                   help="openssl speed -seconds (default 1)")
     p.add_argument("--min-time", type=float, default=0.1,
                    help="the plugin's min-time, seconds (default 0.1, the plugin's default)")
     p.add_argument("--skip", action="append", default=[], metavar="PART",
