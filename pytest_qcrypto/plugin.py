@@ -257,6 +257,8 @@ class QcryptoRun:
         _ = self.settings, self.jobs
         if self.requested or self.config.getoption("qcrypto_plugin"):
             _ = self.selections
+        if self.requested and not self.matrix_algorithms():
+            raise SettingsError(self._nothing_to_measure())
         self.gate.check()
         _ = self.output
         _ = self.time_limits
@@ -278,6 +280,19 @@ class QcryptoRun:
         named = {a.name for a in map(catalog.lookup, typed) if a is not None}
         supported = set().union(*(self.registry.supported(s.plugin) for s in self.selections))
         return [a for a in self.settings.algorithms if a.name in named | supported]
+
+    def _nothing_to_measure(self) -> str:
+        """Why ``all`` found no algorithm: each plugin unavailable, or without one asked for."""
+        opt = self.config.getoption
+        kinds = " or ".join(k for k, o in (("digest", "qcrypto_digest"), ("cipher", "qcrypto_cipher"))
+                            if opt(o))
+        why = []
+        for s in self.selections:
+            reason = self.registry.unavailable(s.plugin)
+            why.append(f"{s.typed}: unavailable: {reason}" if reason
+                       else f"{s.typed} supports no {kinds}")
+        return (f"nothing to measure: {'; '.join(why)}. Choose other plugins with "
+                "--qcrypto-plugin (see pytest --qcrypto-list or qcrypto list)")
 
     @pytest.hookimpl(wrapper=True)
     def pytest_make_collect_report(self, collector: pytest.Collector) -> Generator[None, Any, Any]:
@@ -425,14 +440,22 @@ class SpeedMatrix(pytest.Collector):
         run: QcryptoRun = self.config.pluginmanager.get_plugin(RUN_NAME)
         items: list[pytest.Item] = []
         for case in run.cases():
-            item = pytest.Function.from_parent(self, name=f"{case.algorithm}[{case.id}]",
-                                               callobj=speed_cell)
+            item = SpeedCell.from_parent(self, name=f"{case.algorithm}[{case.id}]",
+                                         callobj=speed_cell)
             item.stash[CASE_KEY] = case
             items.append(item)
         return items
 
     def reportinfo(self) -> tuple[str, int | None, str]:
         return "qcrypto", None, "qcrypto speed matrix"
+
+
+class SpeedCell(pytest.Function):
+    """One matrix item; reported by its node id (it has no test file of its own)."""
+
+    def reportinfo(self) -> tuple[Any, int | None, str]:
+        path, line, _ = super().reportinfo()
+        return path, line, self.nodeid
 
 
 def speed_cell(qcrypto_case: Case, qcrypto_context: Any) -> None:

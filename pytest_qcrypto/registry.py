@@ -84,12 +84,12 @@ class Registry:
         base, sep, variant = typed.strip().partition(":")
         plugin = self._by_name.get(base.lower())
         if plugin is None:
-            close = difflib.get_close_matches(base.lower(), list(self._by_name), n=3, cutoff=0.5)
-            hint = f"; did you mean {', '.join(repr(self._by_name[c].name) for c in close)}?" \
-                if close else ""
+            close = difflib.get_close_matches(base.lower(), list(self._by_name), n=6, cutoff=0.5)
+            names = list(dict.fromkeys(self._by_name[c].name for c in close))[:3]  # aliases: once
+            hint = f"; did you mean {', '.join(map(repr, names))}?" if names else "."
             raise RegistryError(
                 f"unknown crypto plugin {typed!r}{hint} Valid plugins: {', '.join(self.names)} "
-                "(see pytest --qcrypto-list)")
+                "(see pytest --qcrypto-list or qcrypto list)")
         if sep and not variant:
             raise RegistryError(f"plugin name {typed!r} ends in ':' without a driver name")
         return Selection(typed.strip(), plugin, variant or None)

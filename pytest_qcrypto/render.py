@@ -359,7 +359,7 @@ def parse_output(unit: str | None = None, fmt: str | None = None, plot: str | No
     if unit is not None and unit not in UNITS:
         same = [u for u in UNITS if u.lower() == unit.lower()]
         hint = (f"; units are case-sensitive (k = 1000, Ki = 1024, b = bit): "
-                f"did you mean {same[0]}?" if same else "")
+                f"did you mean {same[0]}?" if same else ".")
         raise SettingsError(f"--qcrypto-unit: unknown unit {unit!r}{hint} "
                             f"Valid units: {', '.join(UNITS)}")
     if fmt is not None and fmt not in FORMATS:

@@ -94,13 +94,13 @@ def parse_algorithms(values: Iterable[str] | None, kinds: tuple[str, ...],
         if alg is None or alg.kind not in kinds:
             if alg is not None:
                 hint = (f"; {alg.name} is a {alg.table_kind}: use "
-                        f"--qcrypto-{alg.table_kind} {alg.name}")
+                        f"--qcrypto-{alg.table_kind} {alg.name}.")
             else:
                 close = catalog.suggest(name, kinds)
-                hint = f"; did you mean {', '.join(close)}?" if close else ""
+                hint = f"; did you mean {', '.join(close)}?" if close else "."
             valid = ", ".join(n for k in kinds for n in catalog.names(k))
             raise SettingsError(f"{option}: unknown {word} {name!r}{hint} "
-                                f"Valid {word}s: {valid}, or {ALL} (see pytest --qcrypto-list)")
+                                f"Valid {word}s: {valid}, or {ALL} (see pytest --qcrypto-list or qcrypto list)")
         if alg not in found:
             found.append(alg)
     return found

@@ -13,7 +13,7 @@ DIGEST = ("--qcrypto-digest", "sha256")
     (("--qcrypto-cipher", "aes-128-cbd"), "unknown cipher 'aes-128-cbd'; did you mean"),
     (("--qcrypto-cipher", "nosuch"), "Valid ciphers: aes-128-cbc"),
     (("--qcrypto-digest", ","), "no algorithm name given"),
-    ((*DIGEST, "--qcrypto-plugin", "opensll"), "unknown crypto plugin 'opensll'; did you mean 'openssl'"),
+    ((*DIGEST, "--qcrypto-plugin", "opensll"), "unknown crypto plugin 'opensll'; did you mean 'openssl'? Valid"),
     ((*DIGEST, "--qcrypto-plugin", "nosuch"), "Valid plugins: openssl, hashlib, pycryptodome"),
     ((*DIGEST, "--qcrypto-plugin", "openssl", "--qcrypto-plugin", "openssl-3"),
      "'openssl-3' names the same plugin as 'openssl'"),
@@ -82,3 +82,27 @@ def test_third_party_hook_returning_junk_is_a_usage_error(pytester):
     r = pytester.runpytest(*DIGEST)
     assert r.ret == pytest.ExitCode.USAGE_ERROR
     assert "not a pytest_qcrypto CryptoPlugin" in r.stderr.str()
+
+
+@pytest.mark.parametrize("args, message", [
+    (("--qcrypto-cipher", "all", "--qcrypto-plugin", "hashlib"),
+     "nothing to measure: hashlib supports no cipher"),
+    (("--qcrypto-digest", "all", "--qcrypto-plugin", "missing"),
+     "nothing to measure: missing: unavailable: libmissing is not installed"),
+])
+def test_nothing_to_measure_is_a_usage_error_not_exit_5(pytester, args, message):
+    from conftest import TEST_PLUGINS
+
+    pytester.makeconftest(TEST_PLUGINS)
+    r = pytester.runpytest(*args)
+    assert r.ret == pytest.ExitCode.USAGE_ERROR
+    assert message in r.stderr.str()
+
+
+def test_failure_headline_is_the_node_id(pytester):
+    from conftest import TEST_PLUGINS
+
+    pytester.makeconftest(TEST_PLUGINS)
+    r = pytester.runpytest("--qcrypto-digest", "sha256", "--qcrypto-plugin", "wrong",
+                           "--qcrypto-size", "16")
+    r.stdout.fnmatch_lines(["_* qcrypto::sha256[[]wrong-16[]] _*"])
