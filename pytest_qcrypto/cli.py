@@ -169,7 +169,25 @@ def speed_args(ns: argparse.Namespace, extra: Sequence[str]) -> list[str]:
         args += ["--qcrypto-digest", settings.ALL, "--qcrypto-cipher", settings.ALL]
     for plugin in ns.plugins:
         args += ["--qcrypto-plugin", plugin]
-    return args + list(extra)
+    return args + joined(extra)
+
+
+def joined(extra: Sequence[str]) -> list[str]:
+    """``--qcrypto-X VALUE`` as ``--qcrypto-X=VALUE``.
+
+    pytest picks its rootdir and ini file before it knows plugin options, and
+    takes a separate value that names an existing file (a baseline elsewhere)
+    for a test path; the joined form keeps the project's ini file in force.
+    """
+    out: list[str] = []
+    for arg in extra:
+        prev = out[-1] if out else ""
+        if (prev.startswith(PASSTHROUGH) and "=" not in prev
+                and (not arg.startswith("-") or _is_number(arg))):
+            out[-1] = f"{prev}={arg}"
+        else:
+            out.append(arg)
+    return out
 
 
 def report(files: Sequence[str], unit: str | None = None, fmt: str | None = None,

@@ -311,3 +311,12 @@ def test_report_html_plot_carries_the_tables_and_legend(pytester):
     page = (pytester.path / "report.html").read_text()
     assert "Benchmark results for &#x27;sha256&#x27; digest (KiB/s):" in page
     assert "differences:" in page and "b=99" in page
+
+
+def test_passthrough_values_are_joined_so_a_baseline_elsewhere_keeps_the_ini():
+    from pytest_qcrypto.cli import joined
+
+    assert joined(["--qcrypto-compare", "/tmp/base.json", "--qcrypto-decrypt",
+                   "--qcrypto-threshold", "-5", "--qcrypto-size=16"]) == [
+        "--qcrypto-compare=/tmp/base.json", "--qcrypto-decrypt", "--qcrypto-threshold=-5",
+        "--qcrypto-size=16"]
