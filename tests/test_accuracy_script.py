@@ -24,7 +24,7 @@ def test_quick_run_prints_verdicts_and_writes_json(tmp_path):
     assert len(result["tight_loop"]) == 8
     assert {r["row"] for r in result["tight_loop"]} == {
         "hashlib sha256", "openssl sha256", "openssl aes-128-cbc", "openssl aes-256-gcm"}
-    assert result["scaling"]["pairs"][0]["workers"]
+    assert result["scaling"]["two_jobs_detail"][0]["workers"]
     assert result["machine_start"]["cpus"] >= 1
     assert [v["met"] for v in result["verdicts"]] == [
         r["met"] for r in result["tight_loop"]] + [result["scaling"]["met"]]
