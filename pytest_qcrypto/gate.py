@@ -67,21 +67,27 @@ def add_options(group: Any, parser: pytest.Parser) -> None:
     """The results-file and regression-gate options (called from ``pytest_addoption``)."""
     group.addoption("--qcrypto-save", metavar="PATH", default=None,
                     help="write every measurement of the run to PATH as JSON (written "
-                         "atomically; an interrupted run writes PATH.partial if PATH exists).")
+                         "atomically, through a symbolic link to its target; an interrupted "
+                         "run writes PATH.partial if PATH exists; a run that measured nothing "
+                         "writes nothing).")
     group.addoption("--qcrypto-compare", metavar="PATH", default=None,
                     help="compare every measurement with the same cell of the results file "
                          "PATH; a regression beyond the threshold fails that test.")
     group.addoption("--qcrypto-threshold", metavar="PCT", default=None,
                     help="slowdown that counts as a regression, e.g. 10%% or 10 (default 10%%; "
-                         "ini qcrypto_thresholds refines it per algorithm:plugin:size).")
+                         "ini qcrypto_thresholds refines it per algorithm:plugin:size); a "
+                         "positive number: 5%% allows 5%% slower.  Only with --qcrypto-compare.")
     group.addoption("--qcrypto-confirm", metavar="N", default=None,
                     help=f"measure a regressed or below-floor cell up to N more times before "
-                         f"failing it; the best try counts (default {DEFAULT_CONFIRM}).")
+                         f"failing it; the best try counts (default {DEFAULT_CONFIRM}).  Only "
+                         f"with --qcrypto-compare or a floor.")
     group.addoption("--qcrypto-allow-missing", action="store_true", default=False,
-                    help="a baseline cell that is skipped now is a summary line, not a failure.")
+                    help="a baseline cell that is skipped now is a summary line, not a failure "
+                         "(with --qcrypto-compare).")
     group.addoption("--qcrypto-require-same-machine", action="store_true", default=False,
                     help="do not judge against a baseline from another machine or other "
-                         "library versions (such items pass, the summary says why).")
+                         "library versions (such items pass, the summary says why; with "
+                         "--qcrypto-compare).")
     parser.addini("qcrypto_threshold", default=None,
                   help="default regression threshold in percent (like --qcrypto-threshold).")
     parser.addini("qcrypto_thresholds", type="linelist", default=[],
@@ -106,6 +112,10 @@ def parse_percent(text: object, where: str) -> float:
         value = float(raw.removesuffix("%").strip())
     except ValueError:
         raise SettingsError(f"{where}: {raw!r} is not a percentage (write 10% or 10)") from None
+    if math.isfinite(value) and -100 < value < 0:
+        raise SettingsError(f"{where}: a threshold is the slowdown allowed, a positive "
+                            f"percentage: write {-value:g}% (not {raw}) to fail what is more "
+                            f"than {-value:g}% slower")
     if not math.isfinite(value) or not 0 <= value < 100:
         raise SettingsError(f"{where}: a threshold must be from 0% up to (not including) "
                             f"100%, not {raw}")
@@ -413,7 +423,26 @@ def baseline_figures(r: Result) -> tuple[float, float]:
             r.bytes_per_second * median_raw / max(rounds))
 
 
-def _tries_text(tries: Sequence[Measurement], waits: Sequence[float | None], best: float) -> str:
+def _judged_text(clock: float, judged: float, now: str = "") -> str:
+    """``judged`` in KiB/s, then ``now``, then the figure by the clock when that differs
+    (a table shows that one): ``20009.36 KiB/s now (19982.89 by the clock, which waited
+    less than 1% of it for a CPU)``."""
+    text = f"{_kib(judged)} KiB/s{now}"
+    if _kib(clock) != _kib(judged):
+        lost = 1 - clock / judged
+        share = f"{lost:.0%}" if lost >= 0.01 else "less than 1%"
+        text += f" ({_kib(clock)} by the clock, which waited {share} of it for a CPU)"
+    return text
+
+
+def _tries_text(tries: Sequence[Measurement], waits: Sequence[float | None], best: int) -> str:
+    """``tries: A, B, C KiB/s (best B)``: each try by the clock, and which one counts.
+
+    The best try is the fastest once its wait for a CPU is taken out
+    (:func:`without_wait`); a try that lost more than :data:`BUSY_SHARE` to
+    that wait says so, and so does "best" when the judged figure is not the
+    listed one (the table shows the listed one).
+    """
     parts = []
     for m, w in zip(tries, waits):
         text = _kib(m.bytes_per_second)
@@ -422,7 +451,12 @@ def _tries_text(tries: Sequence[Measurement], waits: Sequence[float | None], bes
         if lost > BUSY_SHARE:
             text += f" (waited {lost:.0%} of it for a CPU: {_kib(without)} without)"
         parts.append(text)
-    return f"tries: {', '.join(parts)} KiB/s (best {_kib(best)})"
+    kept = tries[best]
+    clock, judged = kept.bytes_per_second, without_wait(kept, waits[best])[0]
+    which = f"best {_kib(clock)}"
+    if _kib(clock) != _kib(judged):
+        which += f", judged as {_kib(judged)} without its wait for a CPU"
+    return f"tries: {', '.join(parts)} KiB/s ({which})"
 
 
 def judge_tries(first: Measurement, again: Callable[[], Measurement] | None, confirm: int,
@@ -463,7 +497,7 @@ def judge_tries(first: Measurement, again: Callable[[], Measurement] | None, con
     best = max(range(len(tries)), key=figure)
     kept = tries[best]
     v = Verdict(kept, tries, waits, figure(best), baseline, base_bps, threshold, floor,
-                not_judged=not_judged, tries_text=_tries_text(tries, waits, figure(best)))
+                not_judged=not_judged, tries_text=_tries_text(tries, waits, best))
     if baseline is None:
         v.status = NEW
     elif not_judged:
@@ -473,14 +507,11 @@ def judge_tries(first: Measurement, again: Callable[[], Measurement] | None, con
         fastest = without_wait(kept, waits[best])[1]
         if fastest < base_slowest:
             v.status = REGRESSION
-            base_text = _kib(base_bps)
-            lost = 1 - baseline.bytes_per_second / base_bps
-            if lost > BUSY_SHARE:
-                base_text += (f" ({_kib(baseline.bytes_per_second)} by the clock, which waited "
-                              f"{lost:.0%} of it for a CPU)")
             v.failures.append(
-                f"regression: {describe(kept)}: {_kib(v.figure)} KiB/s now, baseline "
-                f"{base_text} KiB/s, change {_pct(v.change)}, threshold "
+                f"regression: {describe(kept)}: "
+                f"{_judged_text(kept.bytes_per_second, v.figure, ' now')}, baseline "
+                f"{_judged_text(baseline.bytes_per_second, base_bps)}, change "
+                f"{_pct(v.change)}, threshold "
                 f"{threshold.value:g}% ({threshold.source}); {v.tries_text}; its fastest round "
                 f"{_kib(fastest)} KiB/s is below the baseline's slowest round "
                 f"{_kib(base_slowest)} KiB/s")
@@ -493,8 +524,8 @@ def judge_tries(first: Measurement, again: Callable[[], Measurement] | None, con
     if below_floor(v.figure):
         assert floor is not None
         v.failures.append(
-            f"below floor: {describe(kept)}: {_kib(v.figure)} KiB/s, floor "
-            f"{floor.value:.2f} KiB/s ({floor.source}); {v.tries_text}")
+            f"below floor: {describe(kept)}: {_judged_text(kept.bytes_per_second, v.figure)}, "
+            f"floor {floor.value:.2f} KiB/s ({floor.source}); {v.tries_text}")
     return v
 
 
@@ -533,6 +564,8 @@ class Gate:
         self.gone: dict[CellKey, str] = {}  # baseline cells skipped now: the skip reason
         self.seen: set[tuple[str, str, int, str]] = set()  # baseline keys attempted this run
         self.saved: str = ""
+        self.compare_only: list[str] = []
+        self._result_at: dict[tuple[tuple[str, str, int, str], str | None], int] = {}
         self._index: dict[tuple[str, str, int, str], list[Result]] = {}
         self._canonical: dict[str, str] = {}
         self._versions: dict[str, str] = {}
@@ -551,6 +584,10 @@ class Gate:
     def check(self) -> None:
         """Read and check every gate option and the baseline (raises :class:`SettingsError`)."""
         opt, ini = self.config.getoption, self.config.getini
+        for name in ("qcrypto_save", "qcrypto_compare"):
+            if opt(name) is not None and not str(opt(name)).strip():
+                raise SettingsError(f"--{name.replace('_', '-')}: the PATH is empty; give a "
+                                    "file name")
         save = opt("qcrypto_save")
         if save:
             self.save_path = self._path(save)
@@ -573,6 +610,10 @@ class Gate:
             confirm = ini("qcrypto_confirm")
         if confirm is not None:
             self.confirm = parse_whole(confirm, "--qcrypto-confirm", 0, MAX_CONFIRM)
+        #: options given on the command line that only a comparison (or a floor) uses
+        self.compare_only = [f"--{n.replace('_', '-')}" for n in (
+            "qcrypto_threshold", "qcrypto_confirm", "qcrypto_allow_missing",
+            "qcrypto_require_same_machine") if opt(n) not in (None, False)]
         self.allow_missing = bool(opt("qcrypto_allow_missing") or ini("qcrypto_allow_missing"))
         self.require_same_machine = bool(opt("qcrypto_require_same_machine")
                                          or ini("qcrypto_require_same_machine"))
@@ -586,6 +627,11 @@ class Gate:
                 raise SettingsError(
                     f"--qcrypto-compare: {compare}: the run that wrote it did not finish "
                     "(\"complete\": false); save a complete run to compare against")
+            if not baseline.results:
+                raise SettingsError(
+                    f"--qcrypto-compare: {compare}: no results (the run that wrote it measured "
+                    "nothing, so every item would pass); save a run that measured the cells "
+                    "to compare")
             self.baseline = baseline
             for r in baseline.results:
                 self._index.setdefault(r.key, []).append(r)
@@ -683,7 +729,12 @@ class Gate:
         if self.baseline is None and v.status == NEW:
             v.status = OK  # not comparing: "no baseline" would say nothing
         self._meter.start()  # the next measurement of this item is timed from here
-        self.results.append(Result.from_measurement(v.measurement, test, v.tries, v.wait))
+        saved = Result.from_measurement(v.measurement, test, v.tries, v.wait)
+        at = self._result_at.setdefault((saved.key, test), len(self.results))
+        if at == len(self.results):
+            self.results.append(saved)
+        else:  # the same test measured the cell again: the later figure, as in the table
+            self.results[at] = saved
         self.verdicts[(m.algorithm, m.plugin, m.size, m.direction)] = v
         if item is not None:
             self._properties(item, v)
@@ -747,9 +798,21 @@ class Gate:
     # -- the end of the run --------------------------------------------------------------
 
     def finish(self, session: pytest.Session, exitstatus: int) -> None:
-        """Save the results file, if asked (from ``pytest_sessionfinish``)."""
+        """Save the results file, if asked (from ``pytest_sessionfinish``).
+
+        A run that measured nothing writes nothing (an empty file would pass
+        every later comparison); a file that cannot be written is an error
+        line and exit status 1.
+        """
         if self.save_path is None or hasattr(self.config, "workerinput"):
             return  # (a pytest-xdist worker: the controller saves)
+        if not self.results:
+            xdist = getattr(self.config.option, "numprocesses", None)
+            why = ("benchmarks are not measured under pytest-xdist: run them with -n 0"
+                   if xdist else "no benchmark item ran")
+            self.saved = (f"qcrypto: nothing was measured ({why}): {self.save_path} not "
+                          "written")
+            return
         complete = (exitstatus not in (pytest.ExitCode.INTERRUPTED,
                                        pytest.ExitCode.INTERNAL_ERROR,
                                        pytest.ExitCode.USAGE_ERROR)
@@ -767,10 +830,10 @@ class Gate:
                                            if r.plugin == entry_typed and r.driver})
             target = results.save(self.save_path, doc)
         except OSError as exc:
-            self.saved = (f"qcrypto: could not save results to {self.save_path}: "
+            self.saved = (f"ERROR: qcrypto: could not save results to {self.save_path}: "
                           f"{exc.strerror or exc}")
-            if session.exitstatus == pytest.ExitCode.OK:
-                session.exitstatus = pytest.ExitCode.INTERNAL_ERROR
+            if session.exitstatus in (pytest.ExitCode.OK, pytest.ExitCode.NO_TESTS_COLLECTED):
+                session.exitstatus = pytest.ExitCode.TESTS_FAILED
             return
         n = len(self.results)
         if complete:
@@ -849,6 +912,13 @@ class Gate:
             lines.append(f"below floor ({len(floors)}):")
             lines += [f"  {f}" for f in floors]
         if self.baseline is None:
+            unused = [o for o in self.compare_only if o != "--qcrypto-confirm"
+                      or not any(v.floor is not None for v in verdicts)]
+            if unused:
+                lines.append(f"qcrypto: {', '.join(unused)} had no effect: "
+                             f"{'it applies' if len(unused) == 1 else 'they apply'} only with "
+                             "--qcrypto-compare" + (" (or a floor)" if "--qcrypto-confirm"
+                                                    in unused else ""))
             return lines + ([self.saved] if self.saved else [])
         for d in self.machine_differences:
             lines.append(f"machine differs from the baseline: {d}")

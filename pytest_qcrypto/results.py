@@ -38,6 +38,9 @@ part it was ready to run but waited for a CPU held by other processes (0: it
 slept or waited for a device; Linux schedstat, null elsewhere): the gate
 judges figures without that wait.  ``jobs`` is the number of
 processes that measured at once (``--qcrypto-jobs``; the figure is their sum).
+A cell appears once per ``test`` (two tests may measure the same cell; a
+test that measures it again replaces its entry): :func:`load` refuses a file
+that repeats (algorithm, canonical plugin, size, direction) for the same test.
 ``tries`` (optional) lists ``bytes_per_second`` of every try when the gate
 measured a cell again.  ``machine_state`` (optional) is the load and clock
 state when measuring started: it differs between identical runs, so it is not
@@ -54,10 +57,12 @@ file or the whole new one, never a truncated one.  Nothing here imports pytest.
 
 from __future__ import annotations
 
+import errno
 import json
 import math
 import os
 import platform
+import stat
 import statistics
 import sys
 import tempfile
@@ -318,15 +323,55 @@ def partial_path(path: Path) -> Path:
     return path.with_name(path.name + ".partial")
 
 
+class NotARegularFile(OSError):
+    """A path to write that exists and is not a regular file; ``str()`` says what it is."""
+
+    def __init__(self, text: str) -> None:
+        super().__init__(errno.EEXIST, text)
+
+    def __str__(self) -> str:
+        return str(self.strerror)
+
+
+def _kind(mode: int) -> str:
+    """``a FIFO``, ``a character device``, ...: what a file that is not a regular one is."""
+    kinds = ((stat.S_ISDIR, "a directory"), (stat.S_ISFIFO, "a FIFO (named pipe)"),
+             (stat.S_ISCHR, "a character device"), (stat.S_ISBLK, "a block device"),
+             (stat.S_ISSOCK, "a socket"))
+    return next((name for test, name in kinds if test(mode)), "not a regular file")
+
+
+def real_target(path: Path) -> Path:
+    """``path`` with every symbolic link resolved: the file a write must replace.
+
+    Raises ``OSError`` when ``path`` exists but is not a regular file (a
+    directory, a device, a FIFO, ...), or is a link that never ends (a loop).
+    """
+    path = Path(path)
+    real = Path(os.path.realpath(path))
+    try:
+        mode = os.lstat(real).st_mode
+    except FileNotFoundError:
+        return real  # nothing there yet (or a link to a file not created yet)
+    if not stat.S_ISREG(mode):
+        if stat.S_ISLNK(mode):
+            raise NotARegularFile(f"{path} is a symbolic link that does not resolve (a loop)")
+        via = f" (a symbolic link to {real})" if os.path.islink(path) else ""
+        raise NotARegularFile(f"{path}{via} is {_kind(mode)}, not a regular file")
+    return real
+
+
 def write_atomic(path: Path, text: str) -> None:
     """Write ``text`` to ``path`` through a temporary file in the same directory and a rename.
 
     The file appears whole or not at all (``os.replace`` is atomic on POSIX
     and Windows); the temporary file is removed if anything fails, even
-    KeyboardInterrupt.  An existing file's permission bits are kept.
-    Raises ``OSError``.
+    KeyboardInterrupt.  An existing file's permission bits are kept.  A
+    symbolic link is followed: the file it points to is replaced, the link
+    stays.  A ``path`` that is not a regular file (a device, a FIFO, a
+    directory) is never replaced.  Raises ``OSError``.
     """
-    path = Path(path)
+    path = real_target(path)
     fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
     try:
         with os.fdopen(fd, "w", encoding="utf-8") as f:
@@ -372,15 +417,34 @@ def save(path: Path, results: ResultsFile) -> Path:
 
 
 def check_writable(path: Path) -> str | None:
-    """Why ``path`` cannot receive a results file, or None (checked before a run starts)."""
+    """Why ``path`` cannot receive a results file, or None (checked before a run starts).
+
+    A symbolic link is judged by the file it points to.  Refused: a path that
+    exists but is not a regular file (a directory, a device such as
+    ``/dev/full``, a FIFO), a directory that does not exist, and a directory
+    in which no file can be created (tried: a file is created and removed).
+    """
     path = Path(path)
-    if path.is_dir():
-        return f"{path} is a directory"
-    parent = path.parent if str(path.parent) else Path(".")
+    try:
+        real = real_target(path)
+    except NotARegularFile as exc:
+        return str(exc)
+    except OSError as exc:
+        return f"cannot examine it: {exc.strerror or exc}"
+    parent = real.parent
+    shown = f"{parent} (where the symbolic link {path} points)" if os.path.islink(path) \
+        else f"{parent}"
     if not parent.is_dir():
-        return f"directory {parent} does not exist"
-    if not os.access(parent, os.W_OK | os.X_OK):
-        return f"directory {parent} is not writable"
+        return f"directory {shown} does not exist"
+    try:  # access() says yes to root, and does not know /proc or a full file system
+        fd, probe = tempfile.mkstemp(dir=parent, prefix=f".{real.name}.", suffix=".probe")
+    except OSError as exc:
+        return f"cannot create a file in directory {shown}: {exc.strerror or exc}"
+    os.close(fd)
+    try:
+        os.unlink(probe)
+    except OSError:
+        pass
     return None
 
 
@@ -513,8 +577,17 @@ def parse(doc: object, path: Path) -> ResultsFile:
     plugins = g(doc, "plugins", "", "an object of objects",
                 lambda v: isinstance(v, dict) and all(isinstance(e, dict) for e in v.values()))
     raw = g(doc, "results", "", "a list", lambda v: isinstance(v, list))
+    entries = [_result(r, i, check) for i, r in enumerate(raw)]
+    first: dict[tuple[tuple[str, str, int, str], str | None], int] = {}
+    for i, r in enumerate(entries):
+        j = first.setdefault((r.key, r.test), i)
+        if j != i:  # which of the two would a comparison use?
+            alg, plugin, size, direction = r.key
+            test = f" of test {r.test}" if r.test else ""
+            raise check.fail(f"results[{i}] repeats results[{j}]: {alg} {plugin} {size} B "
+                             f"{direction}{test} is in the file twice; keep one of them")
     return ResultsFile(
-        results=[_result(r, i, check) for i, r in enumerate(raw)],
+        results=entries,
         machine=machine, plugins=plugins, complete=complete,
         created=str(doc.get("created", "")),
         settings=doc.get("settings") if isinstance(doc.get("settings"), dict) else {},
@@ -540,14 +613,20 @@ def load(path: Path) -> ResultsFile:
         raise ResultsError(f"{path}: is a directory, not a results file") from None
     except OSError as exc:
         raise ResultsError(f"{path}: cannot read it: {exc.strerror or exc}") from None
+    if not raw.strip():
+        raise ResultsError(f"{path}: not JSON (the file is empty)")
     try:
         doc = json.loads(raw.decode("utf-8"))
     except UnicodeDecodeError as exc:
         raise ResultsError(f"{path}: not JSON (not UTF-8 text: {exc.reason} at byte "
                            f"{exc.start})") from None
     except json.JSONDecodeError as exc:
-        raise ResultsError(f"{path}: not JSON ({exc.msg} at line {exc.lineno} column "
-                           f"{exc.colno})") from None
+        # some of json's messages end in "at" ("Unterminated string starting at")
+        where = f"{exc.msg.removesuffix(' at')} at line {exc.lineno} column {exc.colno}"
+        cut = exc.msg.startswith("Unterminated") or exc.pos >= len(exc.doc.rstrip())
+        raise ResultsError(f"{path}: not JSON ({where})"
+                           + ("; the file ends too early: was it cut off?" if cut else "")
+                           ) from None
     except RecursionError:
         raise ResultsError(f"{path}: not a usable JSON document (nested too deeply)") from None
     return parse(doc, path)

@@ -27,9 +27,12 @@ class Missing(CryptoPlugin):
 '''
 
 USAGE = pytest.ExitCode.USAGE_ERROR
-#: Three tries in a failure message (a try that waited for a CPU says so).
+#: A figure in KiB/s, and the same by the clock when a wait for a CPU was taken out of it.
+KIB = r"[\d.]+ KiB/s( \([\d.]+ by the clock, which waited (\d+%|less than 1%) of it for a CPU\))?"
+#: Three tries in a failure message (a try that waited for a CPU says so, and so does the best).
 TRIES = r"tries: [\d.]+( \(waited \d+% of it for a CPU: [\d.]+ without\))?" \
-    r"(, [\d.]+( \(waited \d+% of it for a CPU: [\d.]+ without\))?){2} KiB/s \(best [\d.]+\)"
+    r"(, [\d.]+( \(waited \d+% of it for a CPU: [\d.]+ without\))?){2} KiB/s \(best [\d.]+" \
+    r"(, judged as [\d.]+ without its wait for a CPU)?\)"
 
 
 def m(seconds, rounds=None, size=4096, count=1000, plugin="openssl", cpu=None):
@@ -53,6 +56,13 @@ def test_percent(text, value):
 def test_bad_percent(text):
     with pytest.raises(SettingsError, match="^x: "):
         gate.parse_percent(text, "x")
+
+
+def test_a_negative_threshold_says_what_to_write():
+    with pytest.raises(SettingsError, match=r"^x: a threshold is the slowdown allowed, a positive "
+                                            r"percentage: write 5% \(not -5%\) to fail what is "
+                                            r"more than 5% slower$"):
+        gate.parse_percent("-5%", "x")
 
 
 def test_pattern_fields():
@@ -221,6 +231,25 @@ def test_a_real_regression_on_a_busy_machine_still_fails():
     assert "change -30.0%" in v.message and "waited 20% of it for a CPU" in v.message
 
 
+def test_best_is_one_of_the_listed_tries():
+    # the first try waited a little for a CPU (under the share the tries list mentions): its
+    # figure without the wait is the best, but the list and the table show it by the clock
+    base = Result.from_measurement(m(0.005, cpu=0.005))
+    v = judge(m(0.0100, cpu=0.0090), tries_of(0.0140, 0.0104, cpu=0.0104), 2, base, TEN, None,
+              first_wait=0.02, busy=[0.0, 0.0])
+    assert v.failed and v.measurement is v.tries[0]
+    listed = v.tries_text.removeprefix("tries: ").split(" KiB/s")[0].split(", ")
+    clock = f"{v.measurement.kib_per_s:.2f}"
+    assert listed[0] == clock and f"{v.figure / 1024:.2f}" != clock
+    assert f"(best {clock}, judged as {v.figure / 1024:.2f} without its wait for a CPU)" in \
+        v.message
+    assert f"{v.figure / 1024:.2f} KiB/s now ({clock} by the clock, which waited less than 1% " \
+        "of it for a CPU), baseline " in v.message
+    # without a wait, "best" is simply the fastest try listed
+    v = judge(m(0.0100), tries_of(0.0140, 0.0104), 2, base, TEN, None)
+    assert v.tries_text.endswith(f"(best {m(0.0100).kib_per_s:.2f})")
+
+
 def test_metered_reads_the_wait_of_this_thread():
     # 2 s elapsed, 1 s on the CPU, 0.5 s of the other second waiting for a CPU
     clock, cpu, wait = iter([1.0, 3.0]).__next__, iter([5.0, 6.0]).__next__, \
@@ -313,8 +342,8 @@ def test_figures_raised_by_half_fail_every_item(fake):
     for name, (message, props) in cases.items():
         size = name.split("-")[1].rstrip("]")
         assert re.fullmatch(
-            rf"regression: sha256 fake {size} B digest: [\d.]+ KiB/s now, baseline [\d.]+ KiB/s,"
-            r" change -3\d\.\d%, threshold 10% \(default\); " + TRIES +
+            rf"regression: sha256 fake {size} B digest: " + KIB.replace("KiB/s", "KiB/s now", 1)
+            + ", baseline " + KIB + r", change -3\d\.\d%, threshold 10% \(default\); " + TRIES +
             r"; its fastest round .*", message), message
         assert props["qcrypto_verdict"] == "regression" and props["qcrypto_tries"] == "3"
         assert float(props["qcrypto_change_pct"]) < -30
@@ -397,6 +426,33 @@ def test_thresholds_from_the_ini_file(fake):
     assert cases["sha256[fake-256]"][1]["qcrypto_threshold_pct"] == "30"
 
 
+def test_threshold_with_a_minus_sign_through_pytest(fake):
+    # (pytest reads "--qcrypto-threshold -5%" as an option without its value: the README shows
+    # --qcrypto-threshold=PCT, and the value is the slowdown allowed, never negative)
+    r = fake.runpytest("--qcrypto-threshold=-5%")
+    assert r.ret == USAGE
+    r.stderr.fnmatch_lines(["*--qcrypto-threshold: a threshold is the slowdown allowed, a "
+                            "positive percentage: write 5% (not -5%)*"])
+
+
+def test_compare_only_options_without_a_baseline_say_so(fake):
+    r = fake.runpytest(*FAKE_RUN, "--qcrypto-size", "16", "--qcrypto-threshold", "5%",
+                       "--qcrypto-confirm", "1", "--qcrypto-allow-missing",
+                       "--qcrypto-require-same-machine")
+    assert r.ret == 0
+    r.stdout.fnmatch_lines(["qcrypto: --qcrypto-threshold, --qcrypto-confirm, "
+                            "--qcrypto-allow-missing, --qcrypto-require-same-machine had no "
+                            "effect: they apply only with --qcrypto-compare (or a floor)"])
+    # --qcrypto-confirm does work for a floor
+    fake.makeini("[pytest]\nqcrypto_floors =\n    sha256:fake = 1\n")
+    r = fake.runpytest(*FAKE_RUN, "--qcrypto-size", "16", "--qcrypto-confirm", "1",
+                       "--qcrypto-threshold", "5%")
+    r.stdout.fnmatch_lines(["qcrypto: --qcrypto-threshold had no effect: it applies only with "
+                            "--qcrypto-compare"])
+    r = compare(fake, "--qcrypto-threshold", "5%", "--qcrypto-save", "base.json", sizes="16")
+    assert "had no effect" not in r.stdout.str()
+
+
 def test_bad_threshold_options_are_usage_errors(fake):
     r = fake.runpytest("--qcrypto-threshold", "lots")
     assert r.ret == USAGE
@@ -419,7 +475,7 @@ def test_floors_from_the_ini_file(fake):
     assert r.ret == 1
     r.assert_outcomes(passed=2, failed=1)  # 64: sha256:fake (two fields) beats *:*:64
     message, props = junit(fake)["sha256[fake-256]"]
-    assert re.fullmatch(r"below floor: sha256 fake 256 B digest: [\d.]+ KiB/s, floor 1000000.00 "
+    assert re.fullmatch(r"below floor: sha256 fake 256 B digest: " + KIB + r", floor 1000000.00 "
                         r"KiB/s \(qcrypto_floors in tox.ini: 'sha256:fake:256 = 1000000'\); "
                         + TRIES, message), message
     assert props["qcrypto_floor_kib_per_s"] == "1000000.00"
@@ -451,7 +507,7 @@ def test_bad_floor(qcrypto):
                        "--junitxml", "junit.xml")
     r.assert_outcomes(passed=2, failed=2)
     cases = junit(fake)
-    assert re.fullmatch(r"below floor: sha256 fake 64 B digest: [\d.]+ KiB/s, floor 1000000.00 "
+    assert re.fullmatch(r"below floor: sha256 fake 64 B digest: " + KIB + r", floor 1000000.00 "
                         r"KiB/s \(@pytest.mark.qcrypto\(floor=...\)\); tries: .*",
                         cases["test_too_slow"][0])
     assert cases["test_bad_floor"][0] == \
@@ -561,6 +617,17 @@ BAD_BASELINES = {
                    "results[0].rounds_s must be a list of positive seconds"),
     "incomplete": (b'{"schema_version": 2, "complete": false, "machine": {}, "plugins": {}, '
                    b'"results": []}', "the run that wrote it did not finish"),
+    "no results": (b'{"schema_version": 2, "complete": true, "machine": {}, "plugins": {}, '
+                   b'"results": []}', "base.json: no results"),
+    "a cell twice": (b'{"schema_version": 1, "results": [{"algorithm": "sha256", "plugin": '
+                     b'"fake", "size": 16, "kib_per_s": 1.0}, {"algorithm": "sha256", "plugin":'
+                     b' "fake", "size": 64, "kib_per_s": 1.0}, {"algorithm": "sha256", "plugin":'
+                     b' "fake", "size": 16, "kib_per_s": 2.0}]}',
+                     "base.json: results[2] repeats results[0]: sha256 fake 16 B digest is in "
+                     "the file twice"),
+    "truncated": (b'{"schema_version": 2, "complete": true, "machine": {"cpu_model": "AMD',
+                  "not JSON (Unterminated string starting at line 1 column 66); the file ends "
+                  "too early"),
 }
 
 

@@ -406,3 +406,203 @@ def test_numbers_beyond_the_float_range_are_refused(tmp_path, field, value):
     path.write_text(json.dumps(doc))
     with pytest.raises(ResultsError, match=rf"results\[0\]\.{field} must be"):
         results.load(path)
+
+
+# -- where a results file may go ------------------------------------------------------------------
+
+
+def test_a_symlink_is_followed_and_stays_a_symlink(tmp_path):
+    (tmp_path / "store").mkdir()
+    real = tmp_path / "store" / "real.json"
+    real.write_text("old")
+    link = tmp_path / "link.json"
+    link.symlink_to(real)
+    assert results.check_writable(link) is None
+    results.save(link, ResultsFile([Result.from_measurement(measurement())]))
+    assert link.is_symlink() and os.readlink(link) == str(real)
+    assert len(results.load(real).results) == 1
+    # the temporary file was made beside the target (a rename across directories could fail)
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["link.json", "store"]
+    assert sorted(p.name for p in real.parent.iterdir()) == ["real.json"]
+    # a link to a file not written yet creates that file
+    new_link = tmp_path / "new.json"
+    new_link.symlink_to(tmp_path / "store" / "new-target.json")
+    results.save(new_link, ResultsFile([Result.from_measurement(measurement())]))
+    assert new_link.is_symlink() and (tmp_path / "store" / "new-target.json").is_file()
+
+
+def test_a_fifo_or_a_link_to_one_is_never_replaced(tmp_path):
+    fifo = tmp_path / "pipe"
+    os.mkfifo(fifo)
+    link = tmp_path / "link.json"
+    link.symlink_to(fifo)
+    for path in (fifo, link):
+        assert "is a FIFO (named pipe), not a regular file" in results.check_writable(path)
+        with pytest.raises(OSError, match="not a regular file"):
+            results.save(path, ResultsFile([Result.from_measurement(measurement())]))
+        assert fifo.is_fifo() and link.is_symlink()
+    assert f"{link} (a symbolic link to {fifo}) is a FIFO" in results.check_writable(link)
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["link.json", "pipe"]  # no temporary
+    assert results.check_writable(tmp_path) == f"{tmp_path} is a directory, not a regular file"
+    loop = tmp_path / "loop.json"
+    loop.symlink_to(loop)
+    assert "symbolic link that does not resolve" in results.check_writable(loop)
+    lost = tmp_path / "lost.json"
+    lost.symlink_to(tmp_path / "no" / "dir" / "r.json")
+    assert results.check_writable(lost) == (f"directory {tmp_path / 'no' / 'dir'} (where the "
+                                            f"symbolic link {lost} points) does not exist")
+
+
+def test_a_directory_where_no_file_can_be_made_is_refused(tmp_path, monkeypatch):
+    # (root may write anywhere by its permission bits; /proc says no only when one tries)
+    def refused(*args, **kwargs):
+        raise FileNotFoundError(2, "No such file or directory")
+
+    monkeypatch.setattr(results.tempfile, "mkstemp", refused)
+    assert results.check_writable(tmp_path / "r.json") == \
+        f"cannot create a file in directory {tmp_path}: No such file or directory"
+
+
+def test_check_leaves_nothing_behind(tmp_path):
+    assert results.check_writable(tmp_path / "r.json") is None
+    assert list(tmp_path.iterdir()) == []
+
+
+@pytest.mark.parametrize("make, problem", [
+    ("fifo", "*out.json is a FIFO (named pipe), not a regular file"),
+    ("link to fifo", "*out.json (a symbolic link to *pipe) is a FIFO (named pipe), not a regular "
+                     "file"),
+    ("link into nowhere", "directory *nowhere (where the symbolic link *out.json points) does "
+                          "not exist"),
+    ("directory", "*out.json is a directory, not a regular file"),
+])
+def test_a_path_that_is_not_a_regular_file_is_a_usage_error(pytester, make, problem):
+    pytester.makeconftest(FAKE_PLUGIN)
+    out = pytester.path / "out.json"
+    if make == "fifo":
+        os.mkfifo(out)
+    elif make == "link to fifo":
+        os.mkfifo(pytester.path / "pipe")
+        out.symlink_to(pytester.path / "pipe")
+    elif make == "link into nowhere":
+        out.symlink_to(pytester.path / "nowhere" / "r.json")
+    else:
+        out.mkdir()
+    r = pytester.runpytest(*FAKE_RUN, "--qcrypto-size", "16", "--qcrypto-save", "out.json")
+    assert r.ret == pytest.ExitCode.USAGE_ERROR
+    r.stderr.fnmatch_lines([f"*--qcrypto-save: cannot write out.json: {problem}*"])
+    assert "Benchmark results" not in r.stdout.str()  # refused before anything was measured
+    assert make != "fifo" or out.is_fifo()
+
+
+def test_saving_through_pytest_follows_a_symlink(pytester):
+    pytester.makeconftest(FAKE_PLUGIN)
+    (pytester.path / "store").mkdir()
+    (pytester.path / "out.json").symlink_to(pytester.path / "store" / "real.json")
+    r = pytester.runpytest(*FAKE_RUN, "--qcrypto-size", "16", "--qcrypto-save", "out.json")
+    assert r.ret == 0, r.stdout.str()
+    assert (pytester.path / "out.json").is_symlink()
+    assert len(results.load(pytester.path / "store" / "real.json").results) == 1
+
+
+def test_an_empty_save_path_is_a_usage_error(pytester):
+    for option in ("--qcrypto-save", "--qcrypto-compare"):
+        r = pytester.runpytest(option, "")
+        assert r.ret == pytest.ExitCode.USAGE_ERROR
+        r.stderr.fnmatch_lines([f"*{option}: the PATH is empty; give a file name*"])
+
+
+#: Makes the save path a directory while the run measures: the save at the end must fail.
+BLOCK_SAVE = '''
+def pytest_runtest_teardown(item):
+    Path("out.json").mkdir(exist_ok=True)
+'''
+
+
+def test_a_save_that_fails_at_the_end_exits_1_with_an_error_line(pytester):
+    pytester.makeconftest(FAKE_PLUGIN + BLOCK_SAVE)
+    r = pytester.runpytest(*FAKE_RUN, "--qcrypto-size", "16", "--qcrypto-save", "out.json")
+    assert r.ret == pytest.ExitCode.TESTS_FAILED  # not 3, pytest's internal error
+    r.assert_outcomes(passed=1)
+    r.stdout.fnmatch_lines(["ERROR: qcrypto: could not save results to *out.json: *out.json is "
+                            "a directory, not a regular file"])
+    assert "INTERNALERROR" not in r.stdout.str() + r.stderr.str()
+
+
+def test_a_run_that_measured_nothing_writes_no_file(pytester):
+    pytester.makeconftest(FAKE_PLUGIN)
+    pytester.makepyfile(test_plain="def test_one():\n    pass\n")
+    r = pytester.runpytest("-p", "no:cacheprovider", "--qcrypto-save", "out.json")
+    assert r.ret == 0
+    r.stdout.fnmatch_lines(["qcrypto: nothing was measured (no benchmark item ran): *out.json "
+                            "not written"])
+    assert not (pytester.path / "out.json").exists()
+    # a baseline kept from an earlier run is left as it was
+    (pytester.path / "out.json").write_text("kept")
+    r = pytester.runpytest("-p", "no:cacheprovider", "--qcrypto-save", "out.json")
+    assert r.ret == 0 and (pytester.path / "out.json").read_text() == "kept"
+
+
+def test_under_xdist_nothing_is_measured_and_nothing_is_saved(pytester):
+    pytester.makeconftest(FAKE_PLUGIN)
+    r = pytester.runpytest_subprocess(*FAKE_RUN, "--qcrypto-size", "16", "-n", "2",
+                                      "--qcrypto-save", "out.json", timeout=120)
+    assert r.ret == 0
+    r.stdout.fnmatch_lines(["qcrypto: nothing was measured (benchmarks are not measured under "
+                            "pytest-xdist: run them with -n 0): *out.json not written"])
+    assert not (pytester.path / "out.json").exists()
+
+
+def test_two_tests_may_measure_one_cell_but_a_test_saves_it_once(pytester):
+    pytester.makeconftest(FAKE_PLUGIN)
+    pytester.makepyfile(test_own='''
+def test_twice(qcrypto):
+    ctx = qcrypto.open("sha256", "fake")
+    ctx.measure(16)
+    ctx.measure(16)
+
+def test_once(qcrypto):
+    qcrypto.open("sha256", "fake").measure(16)
+''')
+    r = pytester.runpytest("-p", "no:cacheprovider", "--qcrypto-min-time", "0.002",
+                           "--qcrypto-rounds", "1", "--qcrypto-save", "out.json")
+    assert r.ret == 0, r.stdout.str()
+    saved = results.load(pytester.path / "out.json")  # one entry per cell and test
+    assert [r.test for r in saved.results] == ["test_own.py::test_twice",
+                                               "test_own.py::test_once"]
+
+
+def test_a_cell_twice_for_one_test_is_refused(tmp_path):
+    entry = Result.from_measurement(measurement(), "t::x").to_json()
+    doc = ResultsFile([]).to_json()
+    doc["results"] = [entry, dict(entry, size=16), dict(entry, bytes_per_second=1.0)]
+    path = tmp_path / "base.json"
+    path.write_text(json.dumps(doc))
+    with pytest.raises(ResultsError) as exc:
+        results.load(path)
+    assert str(exc.value) == (f"{path}: results[2] repeats results[0]: sha256 openssl 4096 B "
+                              "digest of test t::x is in the file twice; keep one of them")
+    doc["results"][2]["test"] = "t::y"  # another test measuring the same cell: fine
+    path.write_text(json.dumps(doc))
+    assert len(results.load(path).results) == 3
+    path.write_text(json.dumps({"schema_version": 1, "results": [
+        {"algorithm": "sha256", "plugin": "openssl", "size": 16, "kib_per_s": 100.0},
+        {"algorithm": "sha256", "plugin": "openssl", "size": 16, "kib_per_s": 90.0}]}))
+    with pytest.raises(ResultsError, match=r"results\[1\] repeats results\[0\]: sha256 openssl "
+                                           r"16 B digest is in the file twice"):
+        results.load(path)
+
+
+@pytest.mark.parametrize("content, problem", [
+    (b'{"schema_version": 2, "complete": true, "machine": {}, "plugins": {}, "results": [{"algo',
+     "not JSON (Unterminated string starting at line 1 column 84); the file ends too early: "
+     "was it cut off?"),
+    (b'{"schema_version": 2, "complete": true, ', "the file ends too early"),
+    (b"\n\n", "not JSON (the file is empty)"),
+])
+def test_json_errors_read_well(tmp_path, content, problem):
+    path = tmp_path / "base.json"
+    path.write_bytes(content)
+    with pytest.raises(ResultsError) as exc:
+        results.load(path)
+    assert problem in str(exc.value) and " at at " not in str(exc.value)
