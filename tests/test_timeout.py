@@ -116,7 +116,7 @@ def test_hanging_plugins_fail_after_the_timeout_and_the_run_goes_on(pytester):
     assert time.monotonic() - started < 40
     r.assert_outcomes(failed=3, passed=1)
     for plugin in ("sleepy", "blocked", "spinning"):
-        r.stdout.fnmatch_lines([f"*_ .qcrypto.sha256[[]{plugin}-16[]] _*",
+        r.stdout.fnmatch_lines([f"*_ qcrypto::sha256[[]{plugin}-16[]] _*",
                                 f"timed out after 1 s in {plugin} sha256 at 16 bytes"])
     table = rows(r)
     assert table[1:4] == [["sleepy", "x"], ["blocked", "x"], ["spinning", "x"]]
@@ -140,7 +140,7 @@ def test_a_plugin_raising_mid_measurement_fails_only_its_items(pytester):
     r = pytester.runpytest("--qcrypto-digest", "sha256", "--qcrypto-plugin", "raising,hashlib",
                            "--qcrypto-size", "16,64", *FAST)
     r.assert_outcomes(failed=2, passed=2)
-    r.stdout.fnmatch_lines(["*_ .qcrypto.sha256[[]raising-16[]] _*",
+    r.stdout.fnmatch_lines(["*_ qcrypto::sha256[[]raising-16[]] _*",
                             "raising sha256 at 16 bytes failed: RuntimeError: the device went "
                             "away (*conftest.py:* in run)"])  # where, without a traceback
     assert rows(r)[1] == ["raising", "x", "x"]
