@@ -41,7 +41,6 @@ import argparse
 import gc
 import json
 import os
-import platform
 import re
 import shutil
 import ssl
@@ -56,7 +55,7 @@ from datetime import datetime, timezone
 from itertools import cycle, islice, repeat
 from typing import Any
 
-from pytest_qcrypto import bench, machine
+from pytest_qcrypto import bench, machine, results
 from pytest_qcrypto.backends.hashlib import HashlibPlugin
 from pytest_qcrypto.backends.openssl import OpenSSLPlugin
 from pytest_qcrypto.harness import KIB
@@ -212,10 +211,8 @@ def openssl_speed(alg: str, size: int, seconds: int) -> float:
 
 
 def load_now() -> list[float] | None:
-    try:
-        return [round(x, 2) for x in os.getloadavg()]
-    except OSError:
-        return None
+    load = machine.capture().load
+    return [round(x, 2) for x in load] if load else None
 
 
 def fmt_load(load: Any) -> str:
@@ -224,17 +221,6 @@ def fmt_load(load: Any) -> str:
 
 def verdict(ok: bool) -> str:
     return "met" if ok else "NOT MET"
-
-
-def cpu_model() -> str:
-    try:
-        with open("/proc/cpuinfo") as f:
-            for line in f:
-                if line.startswith("model name"):
-                    return line.split(":", 1)[1].strip()
-    except OSError:
-        pass
-    return platform.processor() or platform.machine()
 
 
 # -- the five parts -------------------------------------------------------------------------
@@ -467,15 +453,14 @@ def main(argv: list[str] | None = None) -> int:
     result: dict[str, Any] = {
         "schema": "pytest-qcrypto accuracy 1",
         "started": datetime.now(timezone.utc).isoformat(timespec="seconds"),
-        "host": {"cpu": cpu_model(), "platform": platform.platform(),
-                 "python": platform.python_version(), "hashlib_openssl": ssl.OPENSSL_VERSION,
+        "host": {**results.fingerprint(), "hashlib_openssl": ssl.OPENSSL_VERSION,
                  "cryptography": cryptography.__version__,
                  "pyca_openssl": plugin_openssl("openssl"), "openssl_cli": cli_openssl()},
         "machine_start": start_state.as_dict(),
         "settings": {k: v for k, v in vars(args).items() if k != "json"},
     }
     say(f"pytest-qcrypto accuracy benchmark, {result['started']}")
-    say(f"host: {result['host']['cpu']}, {start_state.cpus} CPUs, Python "
+    say(f"host: {result['host']['cpu_model']}, {start_state.cpus} CPUs, "
         f"{result['host']['python']}; hashlib {result['host']['hashlib_openssl']}; cryptography "
         f"{cryptography.__version__} ({result['host']['pyca_openssl']}); openssl command line "
         f"{result['host']['openssl_cli']}")
