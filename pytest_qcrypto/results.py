@@ -26,7 +26,9 @@ dashboards read them) and only change with ``schema_version``::
          "count": 4096, "rounds_s": [0.0082, 0.0081, 0.0083], "cpu_s": [...],
          "bytes_per_second": 2.07e9, "jobs": 1, "driver": null, "hardware": null,
          "test": "qcrypto::sha256[openssl-4096]", "cpu_wait_share": 0.8}
-      ],
+      ],                                # with --qcrypto-jobs N > 1 an entry also has
+                                        # "workers": [{"count": 2048, "rounds_s": [...],
+                                        #   "cpu_s": [...], "bytes_per_second": 1.0e9}, ...]
       "machine_state": {"load": [0.1, 0.2, 0.2], ...}   # optional, see machine.py
     }
 
@@ -37,7 +39,13 @@ the time the measuring thread was off the CPU during the measurement, the
 part it was ready to run but waited for a CPU held by other processes (0: it
 slept or waited for a device; Linux schedstat, null elsewhere): the gate
 judges figures without that wait.  ``jobs`` is the number of
-processes that measured at once (``--qcrypto-jobs``; the figure is their sum).
+processes that measured at once (``--qcrypto-jobs``; the figure is their sum:
+total bytes of all workers over the common window of the round).  When it is
+above 1, ``workers`` has one entry per process: its ``count`` of operations
+per round, the wall seconds of each round from its own start to its own end
+(``rounds_s``), its CPU seconds (``cpu_s``), and ``bytes_per_second``, its
+count times ``size`` over its median round.  The workers' counts add up to
+``count``.
 A cell appears once per ``test`` (two tests may measure the same cell; a
 test that measures it again replaces its entry): :func:`load` refuses a file
 that repeats (algorithm, canonical plugin, size, direction) for the same test.
@@ -67,7 +75,7 @@ import statistics
 import sys
 import tempfile
 from collections.abc import Callable, Iterable, Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
@@ -94,6 +102,33 @@ ARM_CRYPTO_FLAGS = frozenset({
 
 class ResultsError(ValueError):
     """A results file that cannot be used; ``str()`` names the file and the problem."""
+
+
+@dataclass(frozen=True)
+class WorkerResult:
+    """One ``--qcrypto-jobs`` process's part of a :class:`Result`.
+
+    ``count`` operations in every round; ``rounds_s`` and ``cpu_s`` its wall
+    and CPU seconds per round (its own start to end); ``bytes_per_second`` its
+    count times the result's size over its median round.
+    """
+
+    count: int
+    rounds_s: tuple[float, ...]
+    cpu_s: tuple[float, ...]
+    bytes_per_second: float
+
+    @classmethod
+    def from_record(cls, record: Mapping[str, Any], size: int) -> WorkerResult:
+        """From an entry of ``Measurement.extra["workers"]`` (:func:`.jobs.worker_record`)."""
+        rounds = tuple(float(x) for x in record["rounds_s"])
+        return cls(count=int(record["count"]), rounds_s=rounds,
+                   cpu_s=tuple(float(x) for x in record.get("cpu_s", ())),
+                   bytes_per_second=int(record["count"]) * size / statistics.median(rounds))
+
+    def to_json(self) -> dict[str, Any]:
+        return {"count": self.count, "rounds_s": list(self.rounds_s), "cpu_s": list(self.cpu_s),
+                "bytes_per_second": self.bytes_per_second}
 
 
 # -- the machine fingerprint ----------------------------------------------------------------------
@@ -193,6 +228,7 @@ class Result:
     tries: tuple[float, ...] = ()
     jobs: int = 1
     cpu_wait_share: float | None = None
+    workers: tuple[WorkerResult, ...] = ()
 
     @classmethod
     def from_measurement(cls, m: Measurement, test: str | None = None,
@@ -202,6 +238,9 @@ class Result:
         ``cpu_wait_share`` the share of its time off the CPU spent waiting for one."""
         every = tuple(t.bytes_per_second for t in tries)
         jobs = m.extra.get("jobs", 1)
+        records = m.extra.get("workers")
+        workers = tuple(WorkerResult.from_record(w, m.size) for w in records) \
+            if isinstance(records, list) else ()
         return cls(algorithm=m.algorithm, plugin=m.plugin, size=m.size, direction=m.direction,
                    bytes_per_second=m.bytes_per_second, count=m.count,
                    rounds_s=tuple(m.rounds_s), cpu_s=tuple(m.cpu_s),
@@ -209,7 +248,7 @@ class Result:
                    driver=m.driver, hardware=m.hardware, test=test,
                    tries=every if len(every) > 1 else (),
                    jobs=jobs if isinstance(jobs, int) and jobs > 0 else 1,
-                   cpu_wait_share=cpu_wait_share)
+                   cpu_wait_share=cpu_wait_share, workers=workers)
 
     @property
     def key(self) -> tuple[str, str, int, str]:
@@ -242,6 +281,8 @@ class Result:
         }
         if self.tries:
             out["tries"] = list(self.tries)
+        if self.workers:
+            out["workers"] = [w.to_json() for w in self.workers]
         return out
 
 
@@ -525,7 +566,7 @@ def _result(r: object, i: int, check: _Checker) -> Result:
     opt_str = (lambda v: v is None or isinstance(v, str))
     seconds = (lambda v: isinstance(v, list) and all(_is_number(x) and x > 0 for x in v))
     cpu = (lambda v: isinstance(v, list) and all(_is_number(x) and x >= 0 for x in v))
-    return Result(
+    result = Result(
         algorithm=g(r, "algorithm", w, "a non-empty string", is_str),
         plugin=g(r, "plugin", w, "a non-empty string", is_str),
         size=g(r, "size", w, "a whole number of bytes above 0", lambda v: _is_int(v) and v > 0),
@@ -549,6 +590,30 @@ def _result(r: object, i: int, check: _Checker) -> Result:
         tries=tuple(g(r, "tries", w, "a list of positive numbers",
                       lambda v: isinstance(v, list) and all(_is_number(x) and x > 0 for x in v),
                       [])),
+    )
+    raw = g(r, "workers", w, "a list of objects",
+            lambda v: isinstance(v, list) and all(isinstance(e, dict) for e in v), [])
+    workers = tuple(_worker(e, f"{w}workers[{k}].", check) for k, e in enumerate(raw))
+    if workers and len(workers) != result.jobs:
+        raise check.fail(f"{w}workers has {len(workers)} entries but jobs is {result.jobs}")
+    if workers and sum(x.count for x in workers) != result.count:
+        raise check.fail(f"{w}workers' counts add up to {sum(x.count for x in workers)}, "
+                         f"not to count ({result.count})")
+    return replace(result, workers=workers)
+
+
+def _worker(e: Mapping[str, Any], where: str, check: _Checker) -> WorkerResult:
+    g = check.get
+    return WorkerResult(
+        count=g(e, "count", where, "a whole number", lambda v: _is_int(v) and v >= 0),
+        rounds_s=tuple(g(e, "rounds_s", where, "a list of positive seconds",
+                         lambda v: isinstance(v, list) and all(_is_number(x) and x > 0
+                                                               for x in v))),
+        cpu_s=tuple(g(e, "cpu_s", where, "a list of seconds",
+                      lambda v: isinstance(v, list) and all(_is_number(x) and x >= 0 for x in v),
+                      [])),
+        bytes_per_second=float(g(e, "bytes_per_second", where, "a positive number",
+                                 lambda v: _is_number(v) and v > 0)),
     )
 
 

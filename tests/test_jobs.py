@@ -7,7 +7,7 @@ from itertools import repeat
 import pytest
 
 from conftest import FAST
-from pytest_qcrypto import jobs
+from pytest_qcrypto import jobs, results
 from pytest_qcrypto.harness import KIB, Measurement, TimerError
 from pytest_qcrypto.jobs import JobsError, WorkerRound, aggregate, time_jobs
 
@@ -24,6 +24,26 @@ def test_total_bytes_over_the_common_window_is_exact():
     assert m.kib_per_s == 2000 * 1024 / 1.25 / KIB == 1600.0
     # never the sum of per-worker rates (1000 + 869.57 KiB/s here)
     assert m.kib_per_s != pytest.approx(1000 + 1000 / 1.15)
+
+
+def test_saved_results_keep_each_worker_exactly(tmp_path):
+    # the two workers above, as they reach the saved results: exact figures per worker
+    workers = [[WorkerRound(1000, 0, 1_000_000_000, 900_000_000)],
+               [WorkerRound(1000, 100_000_000, 1_250_000_000, 1_100_000_000)]]
+    count, windows, cpus = aggregate(workers)
+    m = Measurement("sha256", "fake", 1024, "digest", count, windows, cpus,
+                    extra={"jobs": 2, "workers": jobs.worker_record(workers, 1024)})
+    saved = results.Result.from_measurement(m, "t::x")
+    assert saved.bytes_per_second == 2000 * 1024 / 1.25
+    assert [(w.count, w.rounds_s, w.cpu_s, w.bytes_per_second) for w in saved.workers] == [
+        (1000, (1.0,), (0.9,), 1000 * 1024 / 1.0),
+        (1000, (1.15,), (1.1,), 1000 * 1024 / 1.15)]
+    path = results.save(tmp_path / "r.json", results.ResultsFile([saved]))
+    entry = json.loads(path.read_text())["results"][0]
+    assert entry["jobs"] == 2
+    assert entry["workers"][1] == {"count": 1000, "rounds_s": [1.15], "cpu_s": [1.1],
+                                   "bytes_per_second": 1000 * 1024 / 1.15}
+    assert results.load(path).results == [saved]
 
 
 def test_each_round_has_its_own_window():
@@ -195,6 +215,21 @@ def test_jobs_reach_a_plugin_from_a_conftest_and_report_each_worker(pytester):
         "  worker 2: * KiB/s",
         "conftest-sha sha256 1024 bytes: * KiB/s from 2 jobs",
     ])
+
+
+def test_a_saved_jobs_run_has_every_worker(pytester):
+    r = pytester.runpytest("--qcrypto-digest", "sha256", "--qcrypto-plugin", "hashlib",
+                           "--qcrypto-size", "64", "--qcrypto-jobs", "2",
+                           "--qcrypto-save", "out.json", *FAST)
+    r.assert_outcomes(passed=1)
+    (entry,) = json.loads((pytester.path / "out.json").read_text())["results"]
+    assert entry["jobs"] == 2 and len(entry["workers"]) == 2
+    assert sum(w["count"] for w in entry["workers"]) == entry["count"]
+    for w in entry["workers"]:
+        assert len(w["rounds_s"]) == len(entry["rounds_s"]) == len(w["cpu_s"])
+        median = sorted(w["rounds_s"])[(len(w["rounds_s"]) - 1) // 2]  # odd round counts
+        assert w["bytes_per_second"] == w["count"] * 64 / median
+        assert max(w["rounds_s"]) <= max(entry["rounds_s"])  # inside the common window
 
 
 def test_without_verbose_no_worker_lines(pytester):

@@ -177,6 +177,22 @@ def test_schema_1_with_a_bad_entry_names_it(tmp_path):
      r"results[0].direction must be one of"),
     (b'{"schema_version": 2, "complete": true, "machine": {}, "plugins": {}, '
      b'"results": [7]}', r"results[0] must be an object"),
+    (b'{"schema_version": 2, "complete": true, "machine": {}, "plugins": {}, '
+     b'"results": [{"algorithm": "sha256", "plugin": "x", "size": 16, "direction": "digest",'
+     b' "count": 4, "rounds_s": [0.1], "bytes_per_second": 5, "jobs": 2, "workers": [{'
+     b'"count": 2, "rounds_s": [0.1], "bytes_per_second": 5}]}]}',
+     "results[0].workers has 1 entries but jobs is 2"),
+    (b'{"schema_version": 2, "complete": true, "machine": {}, "plugins": {}, '
+     b'"results": [{"algorithm": "sha256", "plugin": "x", "size": 16, "direction": "digest",'
+     b' "count": 4, "rounds_s": [0.1], "bytes_per_second": 5, "jobs": 2, "workers": [{'
+     b'"count": 2, "rounds_s": [0.1], "bytes_per_second": 5}, {"count": 1, "rounds_s": [0.1],'
+     b' "bytes_per_second": 5}]}]}',
+     "results[0].workers' counts add up to 3, not to count (4)"),
+    (b'{"schema_version": 2, "complete": true, "machine": {}, "plugins": {}, '
+     b'"results": [{"algorithm": "sha256", "plugin": "x", "size": 16, "direction": "digest",'
+     b' "count": 4, "rounds_s": [0.1], "bytes_per_second": 5, "jobs": 2, "workers": [{'
+     b'"count": 2, "rounds_s": [0], "bytes_per_second": 5}, {}]}]}',
+     "results[0].workers[0].rounds_s must be a list of positive seconds"),
 ])
 def test_bad_files_name_file_and_problem(tmp_path, content, problem):
     path = tmp_path / "base.json"
