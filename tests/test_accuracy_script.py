@@ -28,3 +28,26 @@ def test_quick_run_prints_verdicts_and_writes_json(tmp_path):
     assert result["machine_start"]["cpus"] >= 1
     assert [v["met"] for v in result["verdicts"]] == [
         r["met"] for r in result["tight_loop"]] + [result["scaling"]["met"]]
+
+
+def load_script(monkeypatch):
+    import importlib.util
+
+    spec = importlib.util.spec_from_file_location("accuracy", SCRIPT)
+    module = importlib.util.module_from_spec(spec)
+    monkeypatch.setitem(sys.modules, "accuracy", module)  # its dataclasses look it up
+    spec.loader.exec_module(module)
+    return module
+
+
+def test_a_cv_verdict_says_when_the_machine_was_not_idle(monkeypatch):
+    accuracy = load_script(monkeypatch)
+    quiet = {"row": "hashlib sha256", "size": 16, "target": 0.03, "cv": 0.05, "met": False,
+             "loop_cv": 0.01, "machine_idle": True}
+    busy = {**quiet, "size": 32768, "target": 0.02, "cv": 0.0653, "loop_cv": 0.0557,
+            "machine_idle": False}
+    assert accuracy.summary({"stability": [quiet, busy]}) == [
+        {"what": "CV <= 3% for hashlib sha256 at 16 B (5.00%)", "met": False},
+        {"what": "CV <= 2% for hashlib sha256 at 32768 B (6.53%; machine not idle: the tight "
+                 "loop's CV was 5.57%)", "met": False},
+    ]
