@@ -194,14 +194,19 @@ def report(files: Sequence[str], unit: str | None = None, fmt: str | None = None
            plot: str | None = None, stdout: Any = None) -> int:
     """``qcrypto report``: print saved results joined into one table per algorithm.
 
-    Returns 0, 4 for a bad option or an unreadable file (named on standard
-    error), or 1 when the plot cannot be written.
+    Returns 0, 4 for a bad option (a plot path whose directory is missing,
+    for one) or an unreadable file (named on standard error), or 1 when the
+    plot or the step summary still cannot be written after the tables.
     """
     from pytest_qcrypto import render, results
 
     out = stdout or sys.stdout
     try:
         output = render.parse_output(unit, fmt, plot)
+        if plot is not None:
+            from pytest_qcrypto import plot as plotting
+
+            plotting.check_writable(plot)
         loaded = [results.load(Path(f)) for f in files]
     except (SettingsError, results.ResultsError) as exc:
         sys.stderr.write(f"ERROR: {exc}\n")

@@ -22,6 +22,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from pytest_qcrypto import results
 from pytest_qcrypto.render import PLOT_SUFFIXES, UNITS, Table
 from pytest_qcrypto.settings import SettingsError
 
@@ -48,6 +49,27 @@ def check_path(path: str) -> None:
     if importlib.util.find_spec("matplotlib") is None:
         raise SettingsError(f"--qcrypto-plot needs matplotlib, which is not installed: "
                             f"{INSTALL_HINT}")
+
+
+def check_writable(path: str) -> None:
+    """Raise :class:`SettingsError` unless a file can be written at ``path`` (as typed).
+
+    Checked before a run starts, as for ``--qcrypto-save``
+    (:func:`.results.check_writable`, which creates and removes a probe file):
+    not an existing directory or other non-regular file, in a directory that
+    exists (none is created: a mistyped one would be) and takes a new file.
+    """
+    problem = _file_as_directory(Path(path)) or results.check_writable(Path(path))
+    if problem:
+        raise SettingsError(f"--qcrypto-plot: cannot write {path}: {problem}")
+
+
+def _file_as_directory(path: Path) -> str | None:
+    """``/etc/hostname is a file, not a directory`` when an ancestor of ``path`` is not one."""
+    for parent in path.absolute().parents:
+        if parent.exists():
+            return None if parent.is_dir() else f"{parent} is a file, not a directory"
+    return None
 
 
 def _axis_label(unit: str) -> str:
@@ -158,20 +180,22 @@ def write(path: str | Path, tables: Sequence[Table], unit: str = "KiB/s",
           baseline: Sequence[Table] = (), text: Sequence[str] = ()) -> Path:
     """Plot ``tables`` to ``path`` (.png, .svg or .html, by its suffix); the path written.
 
-    Parent directories are created.  ``text`` lines are shown under the plots
-    of an HTML page.  Raises :class:`PlotError` (no matplotlib, nothing to
-    plot, unknown suffix) or ``OSError``.
+    The directory must exist.  ``text`` lines are shown under the plots of an
+    HTML page.  The whole file is drawn in memory before ``path`` is opened.
+    Raises :class:`PlotError` (no matplotlib, nothing to plot, unknown
+    suffix) or ``OSError``.
     """
     path = Path(path)
     suffix = path.suffix.lower()
     if suffix not in PLOT_SUFFIXES:
         raise PlotError(f"unknown plot suffix {suffix!r}: use {', '.join(PLOT_SUFFIXES)}")
     fig = figure(tables, unit, baseline)
-    path.parent.mkdir(parents=True, exist_ok=True)
     if suffix == ".png":
-        fig.savefig(path, format="png", dpi=100)
-    elif suffix == ".svg":
-        path.write_text(svg_text(fig), encoding="utf-8")
+        buf = io.BytesIO()
+        fig.savefig(buf, format="png", dpi=100)
+        data = buf.getvalue()
     else:
-        path.write_text(html_page(fig, text=text), encoding="utf-8")
+        page = svg_text(fig) if suffix == ".svg" else html_page(fig, text=text)
+        data = page.encode("utf-8")
+    path.write_bytes(data)
     return path

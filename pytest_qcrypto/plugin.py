@@ -11,6 +11,7 @@ from __future__ import annotations
 import signal
 import sys
 from collections.abc import Callable, Generator, Iterator
+from dataclasses import replace
 from functools import cached_property
 from itertools import product
 from typing import Any
@@ -160,6 +161,8 @@ class QcryptoRun:
         self.current_item: pytest.Item | None = None
         #: the machine when the first context was opened (see pytest_qcrypto.machine)
         self.machine_state: machine.MachineState | None = None
+        #: set at the end of the run (pytest_sessionfinish)
+        self.session: pytest.Session | None = None
 
     # -- settings ----------------------------------------------------------------
 
@@ -260,7 +263,10 @@ class QcryptoRun:
         if self.requested and not self.matrix_algorithms():
             raise SettingsError(self._nothing_to_measure())
         self.gate.check()
-        _ = self.output
+        if self.output.plot:
+            from pytest_qcrypto import plot as plotting
+
+            plotting.check_writable(self.config.getoption("qcrypto_plot"))
         _ = self.time_limits
 
     # -- collection --------------------------------------------------------------
@@ -399,20 +405,29 @@ class QcryptoRun:
         return out
 
     def pytest_sessionfinish(self, session: pytest.Session, exitstatus: int) -> None:
+        self.session = session  # the summary below may still set its exit status
         self.gate.finish(session, exitstatus)  # --qcrypto-save
 
     def pytest_terminal_summary(self, terminalreporter: Any) -> None:
-        gate_lines = self.gate.summary_lines()
+        gate_lines = list(self.gate.summary_lines())
+        output = self.output
+        if not self.cells and output.plot:  # as --qcrypto-save: no empty file
+            gate_lines.append(f"qcrypto: nothing was measured: {output.plot} not written")
+            output = replace(output, plot=None)
         if not self.cells and not gate_lines:
             return
         from pytest_qcrypto.render import baseline_tables, write_summary
 
         verbose = self.config.getoption("verbose") > 0
         # the tables in the chosen format, each with its change against the baseline;
-        # also the step summary and the plot
-        write_summary(terminalreporter, self.tables(), self.output, verbose,
-                      after_table=self.gate.table_lines,
-                      baseline=baseline_tables(self.gate.baseline))
+        # also the step summary and the plot, which, if they cannot be written, fail
+        # the run as a failed --qcrypto-save does
+        problems = write_summary(terminalreporter, self.tables(), output, verbose,
+                                 after_table=self.gate.table_lines,
+                                 baseline=baseline_tables(self.gate.baseline))
+        if problems and self.session is not None and self.session.exitstatus in (
+                pytest.ExitCode.OK, pytest.ExitCode.NO_TESTS_COLLECTED):
+            self.session.exitstatus = pytest.ExitCode.TESTS_FAILED
         # noisy figures, the machine-state warning, per-worker figures (verbose)
         notes = machine.summary_lines(self.machine_state, self.measurements, self.jobs, verbose)
         for line in ([""] if notes else []) + notes:

@@ -388,7 +388,7 @@ def output_of(getoption: Callable[[str], Any]) -> Output:
 def write_summary(terminal: Any, tables: Sequence[Table], output: Output, verbose: bool,
                   after_table: Callable[[Table], list[str]] | None = None,
                   baseline: Sequence[Table] = (), title: str = "qcrypto speed",
-                  stdout: Any = None) -> None:
+                  stdout: Any = None) -> list[str]:
     """Show the tables at the end of a run, and write the step summary and the plot.
 
     ``terminal`` is pytest's terminal reporter (``write_sep``, ``write_line``).
@@ -399,7 +399,7 @@ def write_summary(terminal: Any, tables: Sequence[Table], output: Output, verbos
     only they do.  When ``$GITHUB_STEP_SUMMARY`` names a file, the markdown
     tables are appended to it.  ``baseline`` tables (of a compared run) are
     drawn dashed in the plot.  A file that cannot be written is reported on
-    the terminal, not raised.
+    the terminal, not raised; the problems are returned (see :func:`write_files`).
     """
     under = after_table or (lambda table: [])
     side: list[str] = []
@@ -419,8 +419,10 @@ def write_summary(terminal: Any, tables: Sequence[Table], output: Output, verbos
         side = lines + ([""] if lines and side else []) + side
     for line in side:
         terminal.write_line(line)
-    for problem in write_files(tables, output, baseline):
+    problems = write_files(tables, output, baseline)
+    for problem in problems:
         terminal.write_line(f"ERROR: {problem}", red=True)
+    return problems
 
 
 def write_files(tables: Sequence[Table], output: Output, baseline: Sequence[Table] = (),
@@ -445,8 +447,9 @@ def write_files(tables: Sequence[Table], output: Output, baseline: Sequence[Tabl
             plotting.write(output.plot, tables, output.unit, baseline,
                            text=format_lines(tables, output.format, output.unit)
                            if text is None else text)
-        except (OSError, plotting.PlotError) as exc:
-            problems.append(f"--qcrypto-plot: cannot write {output.plot}: {exc}")
+        except (OSError, plotting.PlotError) as exc:  # as a failed --qcrypto-save says it
+            problems.append(f"qcrypto: could not write the plot to {output.plot}: "
+                            f"{getattr(exc, 'strerror', None) or exc}")
     return problems
 
 

@@ -81,7 +81,7 @@ def coloured(pixels, rgb, tolerance=0.08):
 def test_png_has_the_figure_size_and_a_curve_per_plugin(tmp_path):
     import matplotlib.image
 
-    path = plot.write(tmp_path / "sub" / "speed.png", [sha256()])
+    path = plot.write(tmp_path / "speed.png", [sha256()])
     assert path.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
     pixels = matplotlib.image.imread(path)
     height, width = pixels.shape[:2]
@@ -161,6 +161,7 @@ def test_without_matplotlib_the_message_names_the_extra(monkeypatch):
 
 @pytest.mark.parametrize("name", ["out.png", "out.svg", "out.html"])
 def test_plot_option_writes_the_file(pytester, name):
+    (pytester.path / "plots").mkdir()
     r = pytester.runpytest("--qcrypto-digest", "sha256", "--qcrypto-plugin", "openssl",
                            "--qcrypto-plugin", "hashlib", "--qcrypto-size", "16,64",
                            "--qcrypto-plot", f"plots/{name}", *FAST)
@@ -195,3 +196,111 @@ def test_missing_matplotlib_is_a_usage_error_naming_the_extra(pytester, monkeypa
     assert r.ret == 4
     assert ("ERROR: --qcrypto-plot needs matplotlib, which is not installed: "
             "pip install 'pytest-qcrypto[plot]'") in r.stderr.str()
+
+
+# -- where a plot cannot go: a usage error up front, or exit 1 at the end ---------------------
+
+RUN = ("--qcrypto-digest", "sha256", "--qcrypto-plugin", "hashlib", "--qcrypto-size", "16", *FAST)
+
+
+@pytest.mark.parametrize("where, message", [
+    ("no-such-dir/out.png", "cannot write no-such-dir/out.png: directory {dir}/no-such-dir "
+                            "does not exist"),
+    ("a-file/out.png", "cannot write a-file/out.png: {dir}/a-file is a file, not a directory"),
+    ("a-file/deeper/out.svg", "cannot write a-file/deeper/out.svg: {dir}/a-file is a file, "
+                              "not a directory"),
+    ("a-dir.png", "cannot write a-dir.png: a-dir.png is a directory, not a regular file"),
+    ("a-dir", "'a-dir' must end in .png, .svg or .html"),
+], ids=["missing-directory", "file-as-directory", "file-above-directory", "a-directory",
+        "a-directory-without-suffix"])
+def test_a_plot_path_that_cannot_be_written_is_a_usage_error(pytester, where, message):
+    (pytester.path / "a-file").write_text("kept")
+    (pytester.path / "a-dir.png").mkdir()
+    (pytester.path / "a-dir").mkdir()
+    r = pytester.runpytest(*RUN, "--qcrypto-plot", where)
+    assert r.ret == pytest.ExitCode.USAGE_ERROR
+    assert r.stderr.lines[0] == "ERROR: --qcrypto-plot: " + message.format(dir=pytester.path)
+    assert "passed" not in r.stdout.str()  # nothing ran
+    assert not (pytester.path / "no-such-dir").exists()  # a mistyped directory is not made
+    assert (pytester.path / "a-file").read_text() == "kept"
+    assert "Traceback" not in r.stdout.str() + r.stderr.str()
+
+
+def test_a_file_as_directory_in_an_absolute_path_is_named(pytester):
+    (pytester.path / "a-file").write_text("kept")
+    where = pytester.path / "a-file" / "out.html"
+    r = pytester.runpytest(*RUN, f"--qcrypto-plot={where}")
+    assert r.ret == pytest.ExitCode.USAGE_ERROR
+    assert r.stderr.lines[0] == (f"ERROR: --qcrypto-plot: cannot write {where}: "
+                                 f"{pytester.path / 'a-file'} is a file, not a directory")
+
+
+BLOCK_PLOT = '''
+from pathlib import Path
+
+def pytest_runtest_teardown(item):
+    Path("out.png").mkdir(exist_ok=True)
+'''
+
+
+def test_a_plot_that_fails_at_the_end_exits_1_with_an_error_line(pytester):
+    pytester.makeconftest(BLOCK_PLOT)
+    r = pytester.runpytest(*RUN, "--qcrypto-plot", "out.png")
+    assert r.ret == pytest.ExitCode.TESTS_FAILED
+    r.assert_outcomes(passed=1)
+    assert (f"ERROR: qcrypto: could not write the plot to {pytester.path / 'out.png'}: "
+            "Is a directory") in r.outlines
+    assert "Traceback" not in r.stdout.str() + r.stderr.str()
+    assert "INTERNALERROR" not in r.stdout.str() + r.stderr.str()
+
+
+def test_a_full_disk_at_the_end_exits_1(pytester, monkeypatch):
+    def full(self, data):
+        raise OSError(28, "No space left on device", str(self))
+
+    monkeypatch.setattr(plot.Path, "write_bytes", full)
+    r = pytester.runpytest(*RUN, "--qcrypto-plot", "out.svg")
+    assert r.ret == pytest.ExitCode.TESTS_FAILED
+    assert (f"ERROR: qcrypto: could not write the plot to {pytester.path / 'out.svg'}: "
+            "No space left on device") in r.outlines
+    assert not (pytester.path / "out.svg").exists()
+
+
+def test_a_run_that_measured_nothing_writes_no_plot(pytester):
+    r = pytester.runpytest(*RUN, "-k", "nothing-matches", "--qcrypto-plot", "out.png")
+    assert r.ret == pytest.ExitCode.NO_TESTS_COLLECTED
+    assert (f"qcrypto: nothing was measured: {pytester.path / 'out.png'} not written"
+            in r.outlines)
+    assert not (pytester.path / "out.png").exists()
+
+
+def qcrypto_report(pytester, *args):
+    return pytester.run(sys.executable, "-m", "pytest_qcrypto.cli", "report", *args)
+
+
+def test_report_plot_path_that_cannot_be_written_is_a_usage_error(pytester):
+    r = pytester.runpytest(*RUN, "--qcrypto-save", "one.json")
+    assert r.ret == 0
+    r = qcrypto_report(pytester, "one.json", "--qcrypto-plot", "no-such-dir/report.svg")
+    assert r.ret == pytest.ExitCode.USAGE_ERROR
+    assert r.outlines == []  # nothing printed, nothing half done
+    assert r.errlines == [f"ERROR: --qcrypto-plot: cannot write no-such-dir/report.svg: "
+                          f"directory {pytester.path / 'no-such-dir'} does not exist"]
+
+
+def test_report_plot_that_fails_at_the_end_exits_1(pytester, monkeypatch, capsys):
+    from pytest_qcrypto import cli
+
+    r = pytester.runpytest(*RUN, "--qcrypto-save", "one.json")
+    assert r.ret == 0
+    capsys.readouterr()
+
+    def full(self, data):
+        raise OSError(28, "No space left on device", str(self))
+
+    monkeypatch.setattr(plot.Path, "write_bytes", full)
+    where = pytester.path / "report.png"
+    assert cli.main(["report", str(pytester.path / "one.json"), f"--qcrypto-plot={where}"]) == 1
+    out, err = capsys.readouterr()
+    assert out.startswith("Benchmark results for 'sha256' digest (KiB/s):")  # the tables stay
+    assert err == f"ERROR: qcrypto: could not write the plot to {where}: No space left on device\n"
