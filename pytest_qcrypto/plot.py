@@ -181,7 +181,8 @@ def write(path: str | Path, tables: Sequence[Table], unit: str = "KiB/s",
     """Plot ``tables`` to ``path`` (.png, .svg or .html, by its suffix); the path written.
 
     The directory must exist.  ``text`` lines are shown under the plots of an
-    HTML page.  The whole file is drawn in memory before ``path`` is opened.
+    HTML page.  The whole file is drawn in memory, then written atomically
+    (:func:`pytest_qcrypto.results.write_atomic`): never a half-written plot.
     Raises :class:`PlotError` (no matplotlib, nothing to plot, unknown
     suffix) or ``OSError``.
     """
@@ -197,5 +198,5 @@ def write(path: str | Path, tables: Sequence[Table], unit: str = "KiB/s",
     else:
         page = svg_text(fig) if suffix == ".svg" else html_page(fig, text=text)
         data = page.encode("utf-8")
-    path.write_bytes(data)
+    results.write_atomic(path, data)  # a reader sees the old plot or the whole new one
     return path

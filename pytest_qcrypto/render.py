@@ -373,6 +373,7 @@ def parse_output(unit: str | None = None, fmt: str | None = None, plot: str | No
         unit = "kB/s"
     if plot is not None:
         from pytest_qcrypto import plot as plotting
+        from pytest_qcrypto.results import NotARegularFile
 
         plotting.check_path(plot)
         plot = os.path.abspath(plot)  # where the run started, like --junitxml
@@ -442,11 +443,14 @@ def write_files(tables: Sequence[Table], output: Output, baseline: Sequence[Tabl
             problems.append(f"cannot append to GITHUB_STEP_SUMMARY {summary}: {exc}")
     if output.plot:
         from pytest_qcrypto import plot as plotting
+        from pytest_qcrypto.results import NotARegularFile
 
         try:
             plotting.write(output.plot, tables, output.unit, baseline,
                            text=format_lines(tables, output.format, output.unit)
                            if text is None else text)
+        except NotARegularFile as exc:  # its text names the path already
+            problems.append(f"qcrypto: could not write the plot: {exc.strerror}")
         except (OSError, plotting.PlotError) as exc:  # as a failed --qcrypto-save says it
             problems.append(f"qcrypto: could not write the plot to {output.plot}: "
                             f"{getattr(exc, 'strerror', None) or exc}")

@@ -402,8 +402,8 @@ def real_target(path: Path) -> Path:
     return real
 
 
-def write_atomic(path: Path, text: str) -> None:
-    """Write ``text`` to ``path`` through a temporary file in the same directory and a rename.
+def write_atomic(path: Path, text: str | bytes) -> None:
+    """Write ``text`` (str as UTF-8, or bytes) to ``path`` through a temporary file and a rename.
 
     The file appears whole or not at all (``os.replace`` is atomic on POSIX
     and Windows); the temporary file is removed if anything fails, even
@@ -415,8 +415,8 @@ def write_atomic(path: Path, text: str) -> None:
     path = real_target(path)
     fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
     try:
-        with os.fdopen(fd, "w", encoding="utf-8") as f:
-            f.write(text)
+        with os.fdopen(fd, "wb") as f:
+            f.write(text.encode("utf-8") if isinstance(text, str) else text)
             f.flush()
             os.fsync(f.fileno())
         try:

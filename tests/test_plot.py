@@ -248,22 +248,24 @@ def test_a_plot_that_fails_at_the_end_exits_1_with_an_error_line(pytester):
     r = pytester.runpytest(*RUN, "--qcrypto-plot", "out.png")
     assert r.ret == pytest.ExitCode.TESTS_FAILED
     r.assert_outcomes(passed=1)
-    assert (f"ERROR: qcrypto: could not write the plot to {pytester.path / 'out.png'}: "
-            "Is a directory") in r.outlines
+    assert (f"ERROR: qcrypto: could not write the plot: {pytester.path / 'out.png'} is a "
+            "directory, not a regular file") in r.outlines
     assert "Traceback" not in r.stdout.str() + r.stderr.str()
     assert "INTERNALERROR" not in r.stdout.str() + r.stderr.str()
 
 
-def test_a_full_disk_at_the_end_exits_1(pytester, monkeypatch):
-    def full(self, data):
-        raise OSError(28, "No space left on device", str(self))
+def test_a_full_disk_at_the_end_exits_1_and_keeps_the_old_plot(pytester, monkeypatch):
+    def full(fd):
+        raise OSError(28, "No space left on device")
 
-    monkeypatch.setattr(plot.Path, "write_bytes", full)
+    (pytester.path / "out.svg").write_text("the old plot")
+    monkeypatch.setattr(plot.results.os, "fsync", full)  # the disk fills while writing
     r = pytester.runpytest(*RUN, "--qcrypto-plot", "out.svg")
     assert r.ret == pytest.ExitCode.TESTS_FAILED
     assert (f"ERROR: qcrypto: could not write the plot to {pytester.path / 'out.svg'}: "
             "No space left on device") in r.outlines
-    assert not (pytester.path / "out.svg").exists()
+    assert (pytester.path / "out.svg").read_text() == "the old plot"  # never half a plot
+    assert sorted(p.name for p in pytester.path.glob(".out.svg*")) == []
 
 
 def test_a_run_that_measured_nothing_writes_no_plot(pytester):
@@ -295,10 +297,10 @@ def test_report_plot_that_fails_at_the_end_exits_1(pytester, monkeypatch, capsys
     assert r.ret == 0
     capsys.readouterr()
 
-    def full(self, data):
-        raise OSError(28, "No space left on device", str(self))
+    def full(fd):
+        raise OSError(28, "No space left on device")
 
-    monkeypatch.setattr(plot.Path, "write_bytes", full)
+    monkeypatch.setattr(plot.results.os, "fsync", full)  # the disk fills while writing
     where = pytester.path / "report.png"
     assert cli.main(["report", str(pytester.path / "one.json"), f"--qcrypto-plot={where}"]) == 1
     out, err = capsys.readouterr()
