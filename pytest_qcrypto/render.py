@@ -155,7 +155,7 @@ def notes(table: Table) -> list[str]:
             cell = table.cells.get((p, s))
             status = cell.status if cell is not None and cell.measurement is None else ""
             if cell is None:
-                status, reason = SKIPPED, "not measured in this run"
+                status, reason = _status_reason(cell, table)
             elif status:
                 reason = cell.reason
             else:
@@ -164,7 +164,7 @@ def notes(table: Table) -> list[str]:
                 continue
             seen.add((p, status, reason))
             sizes = [str(x) for x in table.sizes
-                     if _status_reason(table.cells.get((p, x))) == (status, reason)]
+                     if _status_reason(table.cells.get((p, x)), table) == (status, reason)]
             where = "all sizes" if len(sizes) == len(table.sizes) else f"size {', '.join(sizes)}"
             out.append(f"  {MARKERS[status]} {p} ({where}) {status}: {reason}")
     for p in table.plugins:
@@ -177,9 +177,10 @@ def notes(table: Table) -> list[str]:
     return out
 
 
-def _status_reason(cell: Cell | None) -> tuple[str, str]:
-    if cell is None:
-        return SKIPPED, "not measured in this run"
+def _status_reason(cell: Cell | None, table: Table) -> tuple[str, str]:
+    if cell is None:  # a joined report's rows come from files, not from this run
+        return SKIPPED, ("not in this results file" if table.machines
+                         else "not measured in this run")
     if cell.measurement is not None:
         return "", ""
     return cell.status, cell.reason
@@ -299,15 +300,16 @@ def csv_lines(tables: Sequence[Table], unit: str = DEFAULT_UNIT) -> list[str]:
             for s in t.sizes:
                 cell = t.cells.get((p, s))
                 m = cell.measurement if cell is not None else None
-                status, reason = _status_reason(cell)
+                status, reason = _status_reason(cell, t)
                 row: list[object] = [t.algorithm, t.direction, p, s, unit]
                 if m is not None:
                     row += [f"{UNITS[unit].of(m):.2f}", m.count, f"{m.median_s:.9f}", "ok", ""]
                 else:
                     row += ["", "", "", status, reason]
-                if by_machine:
-                    row.insert(columns.index("machine"), t.machines.get(p, ""))
-                    row[columns.index("plugin")] = m.plugin if m is not None else p
+                if by_machine:  # the row label less its machine: the same for every cell
+                    machine = t.machines.get(p, "")
+                    row.insert(columns.index("machine"), machine)
+                    row[columns.index("plugin")] = p.removeprefix(f"{machine}/")
                 out.writerow(row)
     return buf.getvalue().splitlines()
 
@@ -532,9 +534,18 @@ def joined_tables(files: Sequence[Any], names: Sequence[str]) -> tuple[list[Tabl
     versions, differ.
     """
     labels = machine_labels(names)
-    rows = [(f"{label}/{r.plugin}", r) for label, f in zip(labels, files) for r in f.results]
-    machines = {f"{label}/{r.plugin}": label for label, f in zip(labels, files) for r in f.results}
+    rows = [(f"{label}/{_row_name(r)}", r) for label, f in zip(labels, files) for r in f.results]
+    machines = {f"{label}/{_row_name(r)}": label
+                for label, f in zip(labels, files) for r in f.results}
     return saved_tables(rows, machines), legend(files, labels)
+
+
+def _row_name(r: Any) -> str:
+    """The plugin as typed, and ``xN jobs`` when N processes measured at once.
+
+    A sum over processes (``--qcrypto-jobs``) never shares a row with one process's figure.
+    """
+    return r.plugin if r.jobs == 1 else f"{r.plugin} x{r.jobs} jobs"
 
 
 def _describe_machine(m: Mapping[str, Any]) -> str:
@@ -581,12 +592,17 @@ def legend(files: Sequence[Any], labels: Sequence[str]) -> list[str]:
         d = _differences(versions, f"{p} version")
         if d:
             diffs.append(d)
+    settings: list[str] = []
+    for f in files:
+        settings += [k for k in f.settings if k not in settings]
+    diffs += [d for k in settings
+              if (d := _differences([(lb, f.settings.get(k)) for lb, f in zip(labels, files)], k))]
     if len(files) > 1:
         if diffs:
             lines.append("differences:")
             lines.extend(f"  {d}" for d in diffs)
         else:
-            lines.append("same fingerprint and plugin versions on every machine")
+            lines.append("same fingerprint, plugin versions and settings on every machine")
     return lines
 
 

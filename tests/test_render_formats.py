@@ -275,8 +275,8 @@ def test_joined_tables_have_a_row_per_machine_and_plugin():
         "a/openssl          -  16000.00",
         "a/hashlib          -   8000.00",
         "b/openssl    1000.00  32000.00",
-        "  - a/openssl (size 16) skipped: not measured in this run",
-        "  - a/hashlib (size 16) skipped: not measured in this run",
+        "  - a/openssl (size 16) skipped: not in this results file",
+        "  - a/hashlib (size 16) skipped: not in this results file",
     ]
     assert legend == [
         "machines:",
@@ -289,7 +289,7 @@ def test_joined_tables_have_a_row_per_machine_and_plugin():
     ]
     assert csv_lines(tables)[:2] == [
         "algorithm,direction,machine,plugin,size,unit,value,count,seconds,status,reason",
-        "sha256,digest,a,a/openssl,16,KiB/s,,,,skipped,not measured in this run",
+        "sha256,digest,a,openssl,16,KiB/s,,,,skipped,not in this results file",
     ]
     assert csv_lines(tables)[2] == \
         "sha256,digest,a,openssl,16384,KiB/s,16000.00,1000,1.000000000,ok,"
@@ -301,7 +301,33 @@ def test_same_machine_twice_says_so():
     b = results_file("y/run.json", 2, ["aes"], "OpenSSL 3.0", r)
     tables, legend = render.joined_tables([a, b], ["x/run.json", "y/run.json"])
     assert tables[0].plugins == ("x/run.json/openssl", "y/run.json/openssl")
-    assert legend[-1] == "same fingerprint and plugin versions on every machine"
+    assert legend[-1] == "same fingerprint, plugin versions and settings on every machine"
+
+
+def test_jobs_get_a_row_of_their_own_and_settings_differences_are_named():
+    one = Result("sha256", "openssl", 16, "digest", 1_024_000.0, 1000, (1.0,))
+    two = Result("sha256", "openssl", 16, "digest", 2_048_000.0, 2000, (1.0,), jobs=2)
+    a = results_file("x/run.json", 2, ["aes"], "OpenSSL 3.0", one)
+    b = results_file("y/run.json", 2, ["aes"], "OpenSSL 3.0", one)
+    b.results.append(Result("sha256", "openssl", 64, "digest", 4_096_000.0, 1000, (1.0,)))
+    j = results_file("j2.json", 2, ["aes"], "OpenSSL 3.0", two)
+    a.settings, b.settings, j.settings = ({"min_time_s": 0.1, "rounds": 3},
+                                          {"min_time_s": 0.5, "rounds": 3},
+                                          {"min_time_s": 0.1, "rounds": 3})
+    tables, legend = render.joined_tables([a, b, j], ["x/run.json", "y/run.json", "j2.json"])
+    assert table_lines(tables[0]) == [
+        "Benchmark results for 'sha256' digest (KiB/s):",
+        "plugin                  16     64",
+        "x/run.json/openssl   15.62      -",  # 1000 x 16 B in 1 s
+        "y/run.json/openssl   15.62  62.50",
+        "j2/openssl x2 jobs   31.25      -",
+        "  - x/run.json/openssl (size 64) skipped: not in this results file",
+        "  - j2/openssl x2 jobs (size 64) skipped: not in this results file",
+    ]
+    assert legend[-2:] == ["differences:", "  min_time_s: x/run.json=0.1, y/run.json=0.5, j2=0.1"]
+    assert [line.split(",")[2:4] for line in csv_lines(tables)[1:]] == [
+        ["x/run.json", "openssl"], ["x/run.json", "openssl"], ["y/run.json", "openssl"],
+        ["y/run.json", "openssl"], ["j2", "openssl x2 jobs"], ["j2", "openssl x2 jobs"]]
 
 
 def test_machine_labels_are_unique():
