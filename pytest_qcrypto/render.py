@@ -425,7 +425,13 @@ def write_summary(terminal: Any, tables: Sequence[Table], output: Output, verbos
     problems = write_files(tables, output, baseline)
     for problem in problems:
         terminal.write_line(f"ERROR: {problem}", red=True)
+    if output.plot and not any(p.startswith(PLOT_PROBLEM) for p in problems):
+        terminal.write_line(f"qcrypto: plot written to {output.plot}")
     return problems
+
+
+#: How a problem with the plot starts (:func:`write_files`).
+PLOT_PROBLEM = "qcrypto: could not write the plot"
 
 
 def write_files(tables: Sequence[Table], output: Output, baseline: Sequence[Table] = (),
@@ -452,9 +458,9 @@ def write_files(tables: Sequence[Table], output: Output, baseline: Sequence[Tabl
                            text=format_lines(tables, output.format, output.unit)
                            if text is None else text)
         except NotARegularFile as exc:  # its text names the path already
-            problems.append(f"qcrypto: could not write the plot: {exc.strerror}")
+            problems.append(f"{PLOT_PROBLEM}: {exc.strerror}")
         except (OSError, plotting.PlotError) as exc:  # as a failed --qcrypto-save says it
-            problems.append(f"qcrypto: could not write the plot to {output.plot}: "
+            problems.append(f"{PLOT_PROBLEM} to {output.plot}: "
                             f"{getattr(exc, 'strerror', None) or exc}")
     return problems
 

@@ -166,6 +166,7 @@ def test_plot_option_writes_the_file(pytester, name):
                            "--qcrypto-plugin", "hashlib", "--qcrypto-size", "16,64",
                            "--qcrypto-plot", f"plots/{name}", *FAST)
     assert r.ret == 0
+    assert f"qcrypto: plot written to {pytester.path / 'plots' / name}" in r.outlines
     data = (pytester.path / "plots" / name).read_bytes()
     if name.endswith(".png"):
         assert data[:8] == b"\x89PNG\r\n\x1a\n"
@@ -265,6 +266,7 @@ def test_a_full_disk_at_the_end_exits_1_and_keeps_the_old_plot(pytester, monkeyp
     assert (f"ERROR: qcrypto: could not write the plot to {pytester.path / 'out.svg'}: "
             "No space left on device") in r.outlines
     assert (pytester.path / "out.svg").read_text() == "the old plot"  # never half a plot
+    assert not [line for line in r.outlines if "plot written" in line]
     assert sorted(p.name for p in pytester.path.glob(".out.svg*")) == []
 
 
