@@ -132,7 +132,9 @@ class BenchContext:
         ``jobs`` > 1 the rounds run in that many processes at once
         (:mod:`pytest_qcrypto.jobs`): ``count`` is then the operations of all
         of them, each round the common window, and ``extra`` holds ``jobs``
-        and the per-worker figures; ``JobsError`` when a worker fails.
+        and the per-worker figures; ``JobsError`` when a worker fails.  More
+        ``jobs`` than :func:`pytest_qcrypto.jobs.max_jobs` raises ``ValueError``
+        before anything runs.
 
         ``timeout`` (seconds, None: no limit) bounds the whole call, known
         answers included: past it, raises ``MeasurementTimeout`` and, when
@@ -143,6 +145,7 @@ class BenchContext:
         if self.abandoned:
             raise RuntimeError(f"{self.selection.typed} {self.algorithm.name}: this context was "
                                "abandoned after a timeout; open a new one")
+        multi.check_jobs(jobs)
         body = partial(self._measure, size, decrypt, min_time, rounds, jobs)
         if isolate:
             return limits.run_isolated(body, timeout)

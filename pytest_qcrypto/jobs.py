@@ -12,16 +12,35 @@ The round's figure is the total bytes of all workers over the common window,
 from the earliest start to the latest end: ``sum(counts) * size / (max(ends) -
 min(starts))``.  Per-worker rates are kept for the record, never summed.
 
+At most :data:`JOBS_PER_CPU` workers per CPU this process may use
+(:func:`max_jobs`): ``openssl speed -multi`` is run with up to one process per
+core; more than a few per CPU only take turns on the same CPUs, and each one
+is a forked copy of the test process.
+
+Workers never outlive the run.  On Linux each worker asks the kernel to
+``SIGKILL`` it when its parent dies (``prctl(PR_SET_PDEATHSIG)``; then it checks
+that the parent is still the one that forked it), so a pytest process killed
+outright takes its workers with it.  When the parent is interrupted (Ctrl-C, a
+SIGTERM, a ``--qcrypto-timeout`` deadline) or a fork fails part way (EAGAIN: the
+limit on processes), the workers already started are killed and reaped before
+the error goes on.  ``SIGINT``, ``SIGTERM`` and ``SIGALRM`` are held while a
+worker is forked and while workers are killed, so an interrupt cannot land
+between a fork and the bookkeeping that lets it be killed.
+
 Scaling on the 2-vCPU machines of this project: see "Accuracy and scaling" in
 the README.
 """
 
 from __future__ import annotations
 
+import errno
+import functools
 import os
 import signal
+import sys
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
+from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import Any
 
@@ -31,6 +50,15 @@ from pytest_qcrypto.settings import SettingsError
 
 #: What ``--qcrypto-jobs auto`` means: every CPU this process may run on.
 AUTO = "auto"
+#: The most worker processes per CPU (see :func:`max_jobs`).
+JOBS_PER_CPU = 8
+#: Seconds the workers get to exit once they have answered, before they are killed.
+EXIT_WAIT = 5.0
+#: Seconds to wait for killed workers to be reaped.
+REAP_WAIT = 1.0
+#: Signals held while a worker is forked and while workers are killed.
+HELD_SIGNALS = frozenset({signal.SIGINT, signal.SIGTERM}
+                         | ({signal.SIGALRM} if hasattr(signal, "SIGALRM") else set()))
 
 
 class JobsError(RuntimeError):
@@ -84,8 +112,31 @@ def cpu_count() -> int:
     return os.cpu_count() or 1
 
 
+def max_jobs() -> int:
+    """The most worker processes allowed: :data:`JOBS_PER_CPU` per CPU this process may use."""
+    return JOBS_PER_CPU * cpu_count()
+
+
+def too_many(jobs: int, option: str = "jobs") -> str | None:
+    """Why ``jobs`` is over :func:`max_jobs` (a message starting with ``option``), or None."""
+    limit = max_jobs()
+    if jobs <= limit:
+        return None
+    cpus = cpu_count()
+    return (f"{option}: {jobs} is too many; give at most {limit} ({JOBS_PER_CPU} x the {cpus} "
+            f"CPU{'' if cpus == 1 else 's'} this process may use): more workers only take "
+            "turns on the same CPUs, and each is a forked process")
+
+
+def check_jobs(jobs: int, option: str = "jobs") -> None:
+    """Raise ``ValueError`` when ``jobs`` is over :func:`max_jobs` (see :func:`too_many`)."""
+    problem = too_many(jobs, option)
+    if problem:
+        raise ValueError(problem)
+
+
 def parse_jobs(text: object, option: str = "--qcrypto-jobs") -> int:
-    """A whole number of worker processes from 1 up, or ``auto`` (all CPUs).
+    """A whole number of worker processes from 1 to :func:`max_jobs`, or ``auto`` (all CPUs).
 
     Raises :class:`~pytest_qcrypto.settings.SettingsError` (a usage error)
     naming the valid values.
@@ -100,6 +151,9 @@ def parse_jobs(text: object, option: str = "--qcrypto-jobs") -> int:
     if jobs < 1:
         raise SettingsError(f"{option}: {value!r} is not valid; give a whole number of worker "
                             f"processes from 1 up, or 'auto' for all {cpu_count()} CPUs")
+    problem = too_many(jobs, option)
+    if problem:
+        raise SettingsError(problem)
     if jobs > 1 and not hasattr(os, "fork"):
         raise SettingsError(f"{option}: more than one job needs the 'fork' start method, "
                             "which this platform lacks")
@@ -152,6 +206,7 @@ def time_jobs(run: Runner, jobs: int, *, min_time: float = 0.1, rounds: int = 3,
     """
     if jobs < 1:
         raise ValueError(f"jobs must be at least 1, not {jobs!r}")
+    check_jobs(jobs)
     clocks = (clock or time.perf_counter_ns, cpu_clock or time.process_time_ns)
     calibration = harness.time_runner(run, min_time=min_time, rounds=1,
                                       clock=clocks[0], cpu_clock=clocks[1])
@@ -163,11 +218,67 @@ def time_jobs(run: Runner, jobs: int, *, min_time: float = 0.1, rounds: int = 3,
     return JobsTiming(total, windows, cpus, tuple(tuple(w) for w in workers))
 
 
+@functools.cache
+def libc_prctl() -> Callable[..., int] | None:
+    """libc's ``prctl`` through ctypes on Linux, else None (call it before forking)."""
+    if not sys.platform.startswith("linux"):
+        return None
+    import ctypes
+
+    try:
+        prctl = ctypes.CDLL(None, use_errno=True).prctl
+    except (OSError, AttributeError):
+        return None
+    prctl.argtypes = [ctypes.c_int] + [ctypes.c_ulong] * 4
+    prctl.restype = ctypes.c_int
+    return prctl  # type: ignore[no-any-return]
+
+
+#: ``PR_SET_PDEATHSIG`` of <linux/prctl.h>.
+_PR_SET_PDEATHSIG = 1
+
+
+def die_with_parent(parent: int) -> None:
+    """In a forked child: be ``SIGKILL``ed when ``parent`` dies; exit now if it already has.
+
+    ``parent`` is the pid of the parent, taken before ``fork``.  The check
+    after ``prctl`` closes the race of a parent that died between ``fork`` and
+    the request (the child was then reparented already).  Call
+    :func:`libc_prctl` in the parent before forking, so that the child does
+    not load libc itself.  Off Linux only the check is made.
+    """
+    prctl = libc_prctl()
+    if prctl is not None:
+        prctl(_PR_SET_PDEATHSIG, signal.SIGKILL, 0, 0, 0)
+    if os.getppid() != parent:
+        os._exit(1)
+
+
+@contextmanager
+def _signals_held() -> Iterator[None]:
+    """Hold :data:`HELD_SIGNALS` in the body; they are delivered at its end.
+
+    A child forked in the body inherits the mask (a worker clears it).
+    """
+    if not hasattr(signal, "pthread_sigmask"):
+        yield
+        return
+    earlier = signal.pthread_sigmask(signal.SIG_BLOCK, HELD_SIGNALS)
+    try:
+        yield
+    finally:
+        signal.pthread_sigmask(signal.SIG_SETMASK, earlier)
+
+
 def _worker(run: Runner, count: int, rounds: int, barrier: Any, send: Any,
-            timeout_s: float, clocks: Clocks) -> None:
+            timeout_s: float, clocks: Clocks, parent: int) -> None:
     """A worker's life: per round, wait at the barrier, run, note the times; send them."""
-    # the parent's SIGTERM handler (if any) is for the parent: a worker ends when terminated
-    signal.signal(signal.SIGTERM, signal.SIG_DFL)
+    die_with_parent(parent)
+    # the parent's handlers are for the parent: a worker ends when interrupted or terminated
+    for sig in (signal.SIGINT, signal.SIGTERM):
+        signal.signal(sig, signal.SIG_DFL)
+    if hasattr(signal, "pthread_sigmask"):
+        signal.pthread_sigmask(signal.SIG_UNBLOCK, HELD_SIGNALS)  # held by the parent's fork
     try:
         # untimed: the first touches of copy-on-write pages after fork cost page faults
         run(max(1, count // 16))
@@ -194,25 +305,45 @@ def fork_workers(run: Runner, jobs: int, count: int, rounds: int, timeout_s: flo
     Each worker first runs 1/16 of ``count`` untimed (after fork, its first
     writes to shared pages fault).  Returns each worker's rounds, in worker
     order.  Raises :class:`JobsError` when a worker raises, dies, or has not
-    answered after ``timeout_s`` seconds; the others are then stopped (the
-    barrier is aborted) and killed if they do not end.
+    answered after ``timeout_s`` seconds (the others are then stopped: the
+    barrier is aborted), and when a worker cannot be started (a fork fails:
+    EAGAIN, the limit on processes).  Whatever happens, also an interrupt or
+    a timeout raised here, every worker started is gone when this returns or
+    raises: killed if it has not exited, and reaped (one stuck in an
+    uninterruptible kernel wait is reaped later, see :func:`_stop`).
     """
     import multiprocessing  # here: a run without --qcrypto-jobs never needs it
 
+    check_jobs(jobs)
     ctx = multiprocessing.get_context("fork")
     clocks = clocks or (time.perf_counter_ns, time.process_time_ns)
+    libc_prctl()  # load libc before forking, not in every worker
+    parent = os.getpid()
     barrier = ctx.Barrier(jobs)
-    procs, pipes = [], []
+    procs: list[Any] = []
+    pipes: list[Any] = []
+    answered = False
     try:
-        for _ in range(jobs):
-            recv, send = ctx.Pipe(duplex=False)
-            proc = ctx.Process(target=_worker, name="qcrypto-worker", daemon=True,
-                               args=(run, count, rounds, barrier, send, timeout_s, clocks))
-            proc.start()
-            send.close()
-            procs.append(proc)
-            pipes.append(recv)
+        for i in range(jobs):
+            # held: an interrupt waits until the new worker is in procs, where _stop finds it
+            with _signals_held():
+                recv = send = None
+                try:
+                    recv, send = ctx.Pipe(duplex=False)
+                    proc = ctx.Process(target=_worker, name="qcrypto-worker", daemon=True,
+                                       args=(run, count, rounds, barrier, send, timeout_s,
+                                             clocks, parent))
+                    proc.start()
+                except OSError as exc:
+                    for end in (recv, send):
+                        if end is not None:
+                            end.close()
+                    raise JobsError(_start_failure(i + 1, jobs, exc)) from None
+                procs.append(proc)
+                pipes.append(recv)
+                send.close()
         answers = _collect(pipes, procs, barrier, timeout_s)
+        answered = True
         errors = [f"worker {i}: {a}" for i, a in enumerate(answers, 1) if isinstance(a, str)]
         if errors:
             # a broken barrier in the others is a consequence: name the first cause
@@ -220,13 +351,49 @@ def fork_workers(run: Runner, jobs: int, count: int, rounds: int, timeout_s: flo
             raise JobsError(f"{len(errors)} of {jobs} workers failed; {first[0]}")
         return [[WorkerRound(*r) for r in a] for a in answers if not isinstance(a, str)]
     finally:
-        for proc in procs:
-            proc.join(timeout=1.0)
-            if proc.is_alive():
-                proc.kill()  # only after a failure: the others are stuck or wedged
-                proc.join(timeout=1.0)  # one in an uninterruptible wait is left behind
+        # answered: they are exiting; otherwise (an interrupt, a timeout, a failed
+        # fork, no answer) they may be running or waiting at the barrier: kill now
+        _stop(procs, EXIT_WAIT if answered else 0.0)
         for recv in pipes:
             recv.close()
+
+
+def _start_failure(n: int, jobs: int, exc: OSError) -> str:
+    """One line: which worker could not be started, the OS's reason, what became of the others."""
+    name = errno.errorcode.get(exc.errno or 0, "")
+    why = f"[{name or exc.errno}] {exc.strerror or exc}" if exc.errno else str(exc)
+    hint = {errno.EAGAIN: "too many processes (ulimit -u)",
+            errno.EMFILE: "too many open files (ulimit -n)",
+            errno.ENOMEM: "out of memory"}.get(exc.errno or 0)
+    started = (f"the {n - 1} already started were killed" if n > 2 else
+               "the 1 already started was killed" if n == 2 else "none had started")
+    return (f"could not start worker {n} of {jobs}: {why}"
+            f"{f': {hint}' if hint else ''}; {started}")
+
+
+def _stop(procs: list[Any], grace: float) -> None:
+    """Let the workers exit for up to ``grace`` seconds, kill those left, reap them all.
+
+    The kill cannot be skipped by an interrupt: one during the grace period
+    goes on after the kill, and the kill and reaping run with
+    :data:`HELD_SIGNALS` held.  A killed worker not reaped within
+    :data:`REAP_WAIT` seconds (stuck in the kernel; it dies when the kernel
+    lets it go) is reaped by ``multiprocessing`` later.
+    """
+    try:
+        ends = time.monotonic() + grace
+        for proc in procs:
+            proc.join(max(0.0, ends - time.monotonic()))
+    finally:
+        with _signals_held():
+            for proc in procs:
+                if proc.exitcode is None:
+                    proc.kill()
+            ends = time.monotonic() + REAP_WAIT
+            for proc in procs:
+                proc.join(max(0.0, ends - time.monotonic()))
+                if proc.exitcode is not None:
+                    proc.close()  # its sentinel descriptor
 
 
 def _collect(pipes: list[Any], procs: list[Any], barrier: Any,

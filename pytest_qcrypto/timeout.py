@@ -22,9 +22,11 @@ SIZE bytes`` and the run goes on.  Two ways to enforce it:
   On timeout the parent kills the child (``SIGKILL``) and does not wait for a
   child that cannot die (a process in an uninterruptible kernel wait ignores
   even ``SIGKILL`` until the kernel lets it go; a crashed driver may never),
-  so the run still ends.  A child that crashes (``SIGSEGV`` in a C library)
-  fails only its item.  It costs a ``fork`` per measurement and needs
-  ``os.fork`` (POSIX).
+  so the run still ends.  The child (and the ``--qcrypto-jobs`` workers it
+  forks) is killed by the kernel when the parent dies (Linux; see
+  :func:`pytest_qcrypto.jobs.die_with_parent`).  A child that crashes
+  (``SIGSEGV`` in a C library) fails only its item.  It costs a ``fork`` per
+  measurement and needs ``os.fork`` (POSIX).
 
 Nothing here imports pytest; :func:`parse_timeout` and :func:`check_isolate`
 raise :class:`~pytest_qcrypto.settings.SettingsError` for a usage error.
@@ -46,6 +48,7 @@ from contextlib import contextmanager
 from types import FrameType
 from typing import Any, TypeVar
 
+from pytest_qcrypto.jobs import die_with_parent, libc_prctl
 from pytest_qcrypto.settings import SettingsError
 
 T = TypeVar("T")
@@ -266,6 +269,8 @@ def run_isolated(fn: Callable[[], T], seconds: float | None) -> T:
     parent (Ctrl-C) kills the child too.
     """
     _reap_abandoned()
+    libc_prctl()  # loaded here, not in the child
+    parent = os.getpid()
     read_fd, write_fd = os.pipe()
     gc.freeze()  # the child's collector leaves the parent's objects (and their finalizers) be
     try:
@@ -277,7 +282,7 @@ def run_isolated(fn: Callable[[], T], seconds: float | None) -> T:
         raise
     if pid == 0:  # the child: never returns
         os.close(read_fd)
-        _child(fn, write_fd)
+        _child(fn, write_fd, parent)
     gc.unfreeze()
     os.close(write_fd)
     ends = None if seconds is None else time.monotonic() + seconds
@@ -295,10 +300,11 @@ def run_isolated(fn: Callable[[], T], seconds: float | None) -> T:
     return _outcome(data, _kill(pid, first_wait=REAP_WAIT))
 
 
-def _child(fn: Callable[[], Any], write_fd: int) -> None:
+def _child(fn: Callable[[], Any], write_fd: int, parent: int) -> None:
     """In the forked child: run, send ``("ok", result)`` or ``("error", exception)``, exit."""
     code = 0
     try:
+        die_with_parent(parent)  # a parent killed outright takes the child along
         for sig in (signal.SIGINT, signal.SIGTERM):
             signal.signal(sig, signal.SIG_DFL)  # a Ctrl-C or CI's SIGTERM ends the child
         try:

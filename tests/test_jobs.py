@@ -2,6 +2,8 @@
 
 import json
 import os
+import signal
+from contextlib import contextmanager
 from itertools import repeat
 
 import pytest
@@ -250,3 +252,261 @@ def test_two_jobs(qcrypto):
 ''')
     r = pytester.runpytest("--qcrypto-jobs", "2")
     r.assert_outcomes(passed=1)
+
+
+# -- the limit on --qcrypto-jobs -------------------------------------------------------
+
+
+def limit_message(option, jobs_):
+    cpus = jobs.cpu_count()
+    return (f"{option}: {jobs_} is too many; give at most {8 * cpus} (8 x the {cpus} "
+            f"CPU{'' if cpus == 1 else 's'} this process may use): more workers only take "
+            "turns on the same CPUs, and each is a forked process")
+
+
+def test_the_limit_is_eight_per_cpu():
+    assert jobs.max_jobs() == 8 * jobs.cpu_count()
+    assert jobs.parse_jobs(str(jobs.max_jobs())) == jobs.max_jobs()
+    with pytest.raises(jobs.SettingsError) as info:
+        jobs.parse_jobs(str(jobs.max_jobs() + 1))
+    assert str(info.value) == limit_message("--qcrypto-jobs", jobs.max_jobs() + 1)
+
+
+def test_too_many_jobs_is_a_usage_error_naming_the_limit(pytester):
+    r = pytester.runpytest("--qcrypto-digest", "sha256", "--qcrypto-size", "16",
+                           "--qcrypto-jobs", "100000")
+    assert r.ret == pytest.ExitCode.USAGE_ERROR
+    err = r.stderr.str()
+    assert f"ERROR: {limit_message('--qcrypto-jobs', 100000)}" in err, err
+    assert "Traceback" not in err
+
+
+def test_too_many_jobs_in_the_bench_api_is_a_value_error_before_anything_runs(monkeypatch):
+    from pytest_qcrypto.backends.hashlib import HashlibPlugin
+    from pytest_qcrypto.bench import open_context
+    from pytest_qcrypto.registry import Selection
+
+    monkeypatch.setattr(os, "fork", lambda: pytest.fail("forked"))
+    ctx = open_context(Selection("hashlib", HashlibPlugin()), "sha256")
+    too_many = jobs.max_jobs() + 1
+    with pytest.raises(ValueError) as info:
+        ctx.measure(16, jobs=too_many, min_time=0.001, rounds=1)
+    assert str(info.value) == limit_message("jobs", too_many)
+    assert not ctx.checked  # not even the known answers
+    with pytest.raises(ValueError, match="^jobs: .* is too many; give at most "):
+        jobs.time_jobs(sha256_runner, too_many)
+
+
+# -- workers never outlive the run -----------------------------------------------------
+
+
+def gone(pid):
+    """Whether process ``pid`` has exited and been reaped (its /proc entry is gone)."""
+    return not os.path.exists(f"/proc/{pid}")
+
+
+def test_a_failed_fork_kills_and_reaps_the_workers_already_started(monkeypatch):
+    import errno
+
+    real_fork, started = os.fork, []
+
+    def fork():
+        if len(started) == 2:
+            raise BlockingIOError(errno.EAGAIN, "Resource temporarily unavailable")
+        pid = real_fork()
+        if pid:
+            started.append(pid)
+        return pid
+
+    monkeypatch.setattr(os, "fork", fork)
+    with pytest.raises(JobsError) as info:
+        jobs.fork_workers(sha256_runner, 3, 10, 1, timeout_s=60)  # the 2 wait at the barrier
+    assert str(info.value) == ("could not start worker 3 of 3: [EAGAIN] Resource temporarily "
+                               "unavailable: too many processes (ulimit -u); the 2 already "
+                               "started were killed")
+    assert len(started) == 2 and all(gone(pid) for pid in started)
+
+
+FORK_FAILS = SLOW_PLUGIN + '''
+import errno, os
+
+_real_fork, _forks = os.fork, []
+
+def _fork():  # the third worker cannot be started
+    if len(_forks) == 2:
+        raise BlockingIOError(errno.EAGAIN, "Resource temporarily unavailable")
+    _forks.append(1)
+    return _real_fork()
+
+os.fork = _fork
+'''
+
+
+def test_a_failed_fork_fails_the_item_with_one_line(pytester):
+    pytester.makeconftest(FORK_FAILS)
+    r = pytester.runpytest_subprocess("--qcrypto-digest", "sha256", "--qcrypto-size", "16",
+                                      "--qcrypto-plugin", "conftest-sha", "--qcrypto-jobs", "3",
+                                      *FAST)
+    r.assert_outcomes(failed=1)
+    r.stdout.fnmatch_lines(["*conftest-sha sha256 at 16 bytes: could not start worker 3 of 3: "
+                            "[[]EAGAIN[]] Resource temporarily unavailable: too many processes "
+                            "(ulimit -u); the 2 already started were killed"])
+    assert "Traceback" not in r.stdout.str()
+
+
+def pdeathsig():
+    import ctypes
+
+    value = ctypes.c_int(-1)
+    ctypes.CDLL(None).prctl(2, ctypes.byref(value), 0, 0, 0)  # PR_GET_PDEATHSIG
+    return value.value
+
+
+@pytest.mark.skipif(not os.path.exists("/proc/self"), reason="Linux only")
+def test_workers_ask_to_be_killed_with_their_parent():
+    parent = os.getpid()
+
+    def run(count):
+        if os.getpid() != parent and pdeathsig() != signal.SIGKILL:
+            raise OSError(f"PR_SET_PDEATHSIG is {pdeathsig()}, not SIGKILL")
+
+    assert len(jobs.fork_workers(run, 2, 10, 1, timeout_s=30)) == 2
+
+
+def test_a_child_whose_parent_died_before_the_request_exits_at_once():
+    pid = os.fork()
+    if pid == 0:  # as if forked by a parent that has died since: the pid is not our parent's
+        jobs.die_with_parent(os.getppid() + 1 if os.getppid() != 1 else 2)
+        os._exit(0)
+    _, status = os.waitpid(pid, 0)
+    assert os.waitstatus_to_exitcode(status) == 1
+
+
+#: A plugin whose workers note their pid and parent (in pids/PID), then sleep; the
+#: session's end records which of them still have a /proc entry (running or unreaped).
+SLEEPY_WORKERS = SLOW_PLUGIN.replace('''                hashlib.sha256(buf).digest()
+        return run''', '''                hashlib.sha256(buf).digest()
+            if multiprocessing.current_process().name == "qcrypto-worker":
+                note = os.path.join(HERE, "pids", str(os.getpid()))
+                with open(note + ".tmp", "w") as f:
+                    f.write(str(os.getppid()))
+                os.rename(note + ".tmp", note)
+                time.sleep(120)
+        return run''') + '''
+import json, multiprocessing, os, time
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+os.makedirs(os.path.join(HERE, "pids"), exist_ok=True)
+
+def pytest_sessionfinish(session):
+    # still in the pytest process: its own cleanup, not its death, must have ended them
+    pids = [name for name in os.listdir(os.path.join(HERE, "pids")) if name.isdigit()]
+    left = [pid for pid in pids if os.path.exists("/proc/" + pid)]
+    with open(os.path.join(HERE, "left.json"), "w") as f:
+        json.dump({"workers": pids, "left": left}, f)
+'''
+
+
+def proc_start(pid):
+    """(state, start time) of ``pid`` from /proc, or None when it has no entry."""
+    try:
+        with open(f"/proc/{pid}/stat") as f:
+            fields = f.read().rsplit(")", 1)[1].split()
+    except (FileNotFoundError, ProcessLookupError):
+        return None
+    return fields[0], fields[19]
+
+
+def alive(pid, start):
+    """Whether ``pid`` is still the process first seen (same start time) and not a zombie."""
+    now = proc_start(pid)
+    return now is not None and now[1] == start and now[0] not in "ZX"
+
+
+@contextmanager
+def workers_sleeping(pytester, *args, workers=2):
+    """Run pytest until its ``workers`` sleepy workers have started: (process, {pid: start}).
+
+    The pids are the workers' and an isolated child's.  The output goes to the
+    file ``out`` (a pipe would stay open while a worker lived).  Whatever
+    happens, pytest and the processes found are killed at the end.
+    """
+    import subprocess
+    import sys
+    import time
+
+    pytester.makeconftest(SLEEPY_WORKERS)
+    cmd = [sys.executable, "-m", "pytest", "-p", "no:cacheprovider", "--qcrypto-digest", "sha256",
+           "--qcrypto-plugin", "conftest-sha", "--qcrypto-size", "16", "--qcrypto-jobs",
+           str(workers), *FAST, *args]
+    procs = {}
+    with open(pytester.path / "out", "w") as out:
+        # SIGINT as a terminal would deliver it, even when this suite runs with it ignored
+        proc = subprocess.Popen(cmd, cwd=pytester.path, stdout=out, stderr=subprocess.STDOUT,
+                                preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL))
+    try:
+        give_up, found = time.monotonic() + 60, []
+        while proc.poll() is None and time.monotonic() < give_up:
+            found = [p for p in (pytester.path / "pids").glob("*") if p.name.isdigit()]
+            if len(found) == workers:
+                break
+            time.sleep(0.05)
+        assert len(found) == workers, (pytester.path / "out").read_text()
+        pids = {int(p.name) for p in found} | {int(p.read_text()) for p in found}
+        pids.discard(proc.pid)  # what is left: the workers, and an isolated child
+        procs.update((pid, proc_start(pid)[1]) for pid in pids if proc_start(pid))
+        yield proc, procs
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()
+        for pid, start in procs.items():
+            if alive(pid, start):
+                os.kill(pid, signal.SIGKILL)
+
+
+def assert_all_end(procs):
+    """Every process in ``procs`` ends within a few seconds (dead, or a zombie of another)."""
+    import time
+
+    give_up = time.monotonic() + 5
+    while any(alive(p, s) for p, s in procs.items()) and time.monotonic() < give_up:
+        time.sleep(0.05)
+    survivors = [p for p, s in procs.items() if alive(p, s)]
+    assert not survivors, f"worker processes outlived pytest: {survivors}"
+
+
+@pytest.mark.skipif(not os.path.exists("/proc/self"), reason="needs /proc and PR_SET_PDEATHSIG")
+@pytest.mark.parametrize("isolate", [False, True], ids=["in-process", "isolate"])
+def test_sigkill_of_pytest_mid_measurement_leaves_no_worker(pytester, isolate):
+    with workers_sleeping(pytester, *(["--qcrypto-isolate"] if isolate else [])) as (proc, procs):
+        assert len(procs) == 2 + isolate
+        proc.kill()
+        proc.wait(timeout=30)
+        assert_all_end(procs)
+
+
+@pytest.mark.skipif(not os.path.exists("/proc/self"), reason="needs /proc")
+@pytest.mark.parametrize("sig", [signal.SIGTERM, signal.SIGINT], ids=["SIGTERM", "SIGINT"])
+def test_an_interrupt_mid_measurement_kills_and_reaps_the_workers(pytester, sig):
+    with workers_sleeping(pytester) as (proc, procs):
+        proc.send_signal(sig)
+        proc.wait(timeout=60)
+        out = (pytester.path / "out").read_text()
+        assert proc.returncode == pytest.ExitCode.INTERRUPTED, out
+        left = json.loads((pytester.path / "left.json").read_text())
+        assert sorted(map(int, left["workers"])) == sorted(procs)
+        assert left["left"] == [], out  # gone before pytest ended: killed and reaped by it
+        assert_all_end(procs)
+
+
+@pytest.mark.skipif(not os.path.exists("/proc/self"), reason="needs /proc")
+def test_a_timeout_mid_measurement_kills_and_reaps_the_workers(pytester):
+    pytester.makeconftest(SLEEPY_WORKERS)
+    r = pytester.runpytest_subprocess("--qcrypto-digest", "sha256", "--qcrypto-size", "16",
+                                      "--qcrypto-plugin", "conftest-sha", "--qcrypto-jobs", "2",
+                                      "--qcrypto-timeout", "2", *FAST)
+    r.assert_outcomes(failed=1)
+    r.stdout.fnmatch_lines(["*timed out after 2 s in conftest-sha sha256 at 16 bytes*"])
+    left = json.loads((pytester.path / "left.json").read_text())
+    assert len(left["workers"]) == 2 and left["left"] == []
