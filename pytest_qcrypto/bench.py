@@ -71,6 +71,22 @@ class Randomness:
             return key
 
 
+def argument_problem(size: object, min_time: object, rounds: object) -> str | None:
+    """Why these are not a buffer size (bytes, >= 1), a min-time (seconds, > 0) and a
+    round count (>= 1), or None.  A bug in the calling test, not a size to skip."""
+    def whole(v: object) -> bool:
+        return isinstance(v, int) and not isinstance(v, bool)
+
+    if not whole(size) or size < 1:  # type: ignore[operator]
+        return f"size must be a whole number of bytes from 1, not {size!r}"
+    if isinstance(min_time, bool) or not isinstance(min_time, (int, float)) \
+            or not 0 < min_time < float("inf"):
+        return f"min_time must be a positive number of seconds, not {min_time!r}"
+    if not whole(rounds) or rounds < 1:  # type: ignore[operator]
+        return f"rounds must be a whole number from 1, not {rounds!r}"
+    return None
+
+
 class BenchContext:
     """An open benchmark context (random key) that checks itself before it is timed.
 
@@ -127,8 +143,11 @@ class BenchContext:
         """Time ``size``-byte operations (bytes; ``min_time`` in seconds).
 
         Checks the known-answer vectors (once) and the decrypt round trip of
-        the benchmark buffer first; raises ``KnownAnswerError`` if either fails, ``Unsupported`` for a size the
-        algorithm does not take, ``TimerError`` for a frozen clock.  With
+        the benchmark buffer first; raises ``KnownAnswerError`` if either
+        fails, ``Unsupported`` for a size the algorithm does not take (below its
+        minimum, not a whole number of blocks), ``ValueError`` for a size,
+        ``min_time`` or ``rounds`` that is no size at all (see
+        :func:`argument_problem`), ``TimerError`` for a frozen clock.  With
         ``jobs`` > 1 the rounds run in that many processes at once
         (:mod:`pytest_qcrypto.jobs`): ``count`` is then the operations of all
         of them, each round the common window, and ``extra`` holds ``jobs``
@@ -145,6 +164,9 @@ class BenchContext:
         if self.abandoned:
             raise RuntimeError(f"{self.selection.typed} {self.algorithm.name}: this context was "
                                "abandoned after a timeout; open a new one")
+        problem = argument_problem(size, min_time, rounds)
+        if problem:
+            raise ValueError(problem)
         multi.check_jobs(jobs)
         body = partial(self._measure, size, decrypt, min_time, rounds, jobs)
         if isolate:

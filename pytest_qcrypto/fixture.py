@@ -97,12 +97,16 @@ class MeasuredContext:
 
         ``min_time`` (seconds) and ``rounds`` default to the run's
         ``--qcrypto-min-time`` and ``--qcrypto-rounds``.  Fails the test on a
-        wrong known answer or a plugin error; skips it when the size does not
-        suit the algorithm.
+        wrong known answer, a plugin error, or arguments that are no size,
+        time or count at all (``measure(-5)``); skips it when the size does
+        not suit the algorithm (below its minimum, not a whole number of blocks).
         """
         options = dataclasses.replace(
             self.options, min_time=self.options.min_time if min_time is None else min_time,
             rounds=self.options.rounds if rounds is None else rounds)
+        problem = bench.argument_problem(size, options.min_time, options.rounds)
+        if problem:  # the test's own bug: a failure, never a skip
+            fail(f"{self.plugin} {self.algorithm}: measure(): {problem}")
         m = self._measure(size, decrypt, options)
         self._record(m, lambda: self._measure(size, decrypt, options))
         return m

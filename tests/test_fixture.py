@@ -1,0 +1,52 @@
+"""The ``qcrypto`` fixture in a user's own tests: arguments that are no size at all fail the test."""
+
+import pytest
+
+from pytest_qcrypto import bench
+
+BAD_CALLS = '''
+import pytest
+
+@pytest.mark.parametrize("kwargs", [
+    dict(size=-5), dict(size=0), dict(size=16.0), dict(size="16"), dict(size=True),
+    dict(size=16, min_time=0), dict(size=16, min_time=float("nan")), dict(size=16, rounds=0),
+    dict(size=16, rounds=2.5),
+], ids=["size-5", "size0", "size16.0", "size-str", "size-True", "min_time0", "min_time-nan",
+        "rounds0", "rounds2.5"])
+def test_bad(qcrypto, kwargs):
+    qcrypto.open("sha256", "hashlib").measure(**kwargs)
+
+def test_unsuited_size_is_skipped(qcrypto):
+    qcrypto.open("aes-128-cbc", "openssl").measure(17, min_time=0.001, rounds=1)
+'''
+
+
+def test_a_size_that_is_no_size_fails_and_one_the_algorithm_cannot_take_skips(pytester):
+    pytester.makepyfile(BAD_CALLS)
+    r = pytester.runpytest("-rfs")
+    r.assert_outcomes(failed=9, skipped=1)
+    lines = r.outlines
+    for failure in [
+        "hashlib sha256: measure(): size must be a whole number of bytes from 1, not -5",
+        "hashlib sha256: measure(): size must be a whole number of bytes from 1, not '16'",
+        "hashlib sha256: measure(): size must be a whole number of bytes from 1, not True",
+        "hashlib sha256: measure(): min_time must be a positive number of seconds, not nan",
+        "hashlib sha256: measure(): rounds must be a whole number from 1, not 2.5",
+    ]:
+        assert failure in lines
+    r.stdout.fnmatch_lines(["SKIPPED * openssl aes-128-cbc: aes-128-cbc is a 128-bit block "
+                            "cipher in CBC mode without padding: the buffer size must be a "
+                            "multiple of its 16-byte block, not 17"])
+    assert "Traceback" not in r.stdout.str()
+
+
+@pytest.mark.parametrize("size, min_time, rounds, problem", [
+    (16, 0.1, 3, None),
+    (1, 1e-9, 1, None),
+    (0, 0.1, 3, "size must be a whole number of bytes from 1, not 0"),
+    (16, float("inf"), 3, "min_time must be a positive number of seconds, not inf"),
+    (16, True, 3, "min_time must be a positive number of seconds, not True"),
+    (16, 0.1, False, "rounds must be a whole number from 1, not False"),
+])
+def test_argument_problem(size, min_time, rounds, problem):
+    assert bench.argument_problem(size, min_time, rounds) == problem
