@@ -44,6 +44,11 @@ OPERATION = {
 }
 
 
+def plural(n: int, one: str, many: str | None = None) -> str:
+    """``1 byte``, ``16 bytes``: a count and its noun (``many`` when not just ``one + "s"``)."""
+    return f"{n} {one if n == 1 else many or one + 's'}"
+
+
 @dataclass(frozen=True)
 class Algorithm:
     """One algorithm of the catalog.
@@ -82,7 +87,8 @@ class Algorithm:
     def size_problem(self, size: int) -> str | None:
         """Why ``size`` (bytes) is not a valid buffer for this algorithm, or None."""
         if size < self.min_size:
-            return f"{self.name} needs a buffer of at least {self.min_size} bytes, not {size}"
+            return (f"{self.name} needs a buffer of at least {plural(self.min_size, 'byte')}, "
+                    f"not {size}")
         if size % self.granularity:
             return (
                 f"{self.name} is a {self.block_size * 8}-bit block cipher in {self.mode.upper()} mode "

@@ -124,6 +124,7 @@ def _algorithm(name: str, kinds: tuple[str, ...], flag: str) -> str:
     except SettingsError as exc:
         raise UsageError(f"qcrypto speed: {exc}".replace("--qcrypto-digest", "-D")
                          .replace("--qcrypto-cipher", "-C")
+                         .replace("pytest --qcrypto-list or qcrypto list", "qcrypto list")
                          .replace("pytest --qcrypto-list", "qcrypto list")) from None
     return name
 

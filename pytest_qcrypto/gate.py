@@ -34,7 +34,8 @@ from typing import Any
 
 import pytest
 
-from pytest_qcrypto import catalog, results
+from pytest_qcrypto import catalog, results, settings
+from pytest_qcrypto.catalog import plural
 from pytest_qcrypto.harness import KIB, Measurement
 from pytest_qcrypto.results import Result, ResultsFile
 from pytest_qcrypto.settings import SettingsError
@@ -135,10 +136,10 @@ def parse_kib_per_s(text: object, where: str) -> float:
 
 
 def parse_whole(text: object, where: str, low: int, high: int) -> int:
-    try:
-        value = int(str(text).strip(), 10)
-    except ValueError:
-        raise SettingsError(f"{where}: {text!r} is not a whole number") from None
+    value = settings.whole_number(text)
+    if value is None:
+        raise SettingsError(f"{where}: {text!r} is not a whole number (only the ASCII digits "
+                            "0-9)")
     if not low <= value <= high:
         raise SettingsError(f"{where}: must be from {low} to {high}, not {value}")
     return value
@@ -578,8 +579,8 @@ class Gate:
         return self.config.invocation_params.dir / text
 
     def _ini_where(self, name: str) -> str:
-        where = self.config.inipath.name if self.config.inipath else "the ini file"
-        return f"{name} in {where}"
+        return settings.ini_source(name, self.config.inipath,
+                                   self.config.getoption("override_ini", None))
 
     def check(self) -> None:
         """Read and check every gate option and the baseline (raises :class:`SettingsError`)."""
@@ -605,11 +606,11 @@ class Gate:
                                       self._ini_where("qcrypto_thresholds"), parse_percent)
         self.floors = Rules.parse(ini("qcrypto_floors"), self._ini_where("qcrypto_floors"),
                                   parse_kib_per_s)
-        confirm = opt("qcrypto_confirm")
+        confirm, where = opt("qcrypto_confirm"), "--qcrypto-confirm"
         if confirm is None and ini("qcrypto_confirm"):
-            confirm = ini("qcrypto_confirm")
+            confirm, where = ini("qcrypto_confirm"), self._ini_where("qcrypto_confirm")
         if confirm is not None:
-            self.confirm = parse_whole(confirm, "--qcrypto-confirm", 0, MAX_CONFIRM)
+            self.confirm = parse_whole(confirm, where, 0, MAX_CONFIRM)
         #: options given on the command line that only a comparison (or a floor) uses
         self.compare_only = [f"--{n.replace('_', '-')}" for n in (
             "qcrypto_threshold", "qcrypto_confirm", "qcrypto_allow_missing",
@@ -835,14 +836,14 @@ class Gate:
             if session.exitstatus in (pytest.ExitCode.OK, pytest.ExitCode.NO_TESTS_COLLECTED):
                 session.exitstatus = pytest.ExitCode.TESTS_FAILED
             return
-        n = len(self.results)
+        n = plural(len(self.results), "result")
         if complete:
-            self.saved = f"qcrypto: {n} results saved to {target}"
+            self.saved = f"qcrypto: {n} saved to {target}"
         elif target != self.save_path:
-            self.saved = (f"qcrypto: the run did not finish: {n} results saved to {target} "
+            self.saved = (f"qcrypto: the run did not finish: {n} saved to {target} "
                           f"(\"complete\": false); {self.save_path} left untouched")
         else:
-            self.saved = (f"qcrypto: the run did not finish: {n} results saved to {target} "
+            self.saved = (f"qcrypto: the run did not finish: {n} saved to {target} "
                           "(\"complete\": false)")
 
     def _run_state(self) -> tuple[dict[str, Any], dict[str, Any] | None]:
@@ -899,10 +900,11 @@ class Gate:
         failed = [v for v in verdicts if v.failed]
         if self.baseline is not None:
             b = self.baseline
-            lines.append(f"Regression gate: baseline {b.path} ({len(b.results)} results"
+            lines.append(f"Regression gate: baseline {b.path} ({plural(len(b.results), 'result')}"
                          f"{', created ' + b.created if b.created else ''}), threshold "
                          f"{self.default_threshold.value:g}% unless an ini line says "
-                         f"otherwise, {self.confirm} confirmation tries")
+                         f"otherwise, "
+                         f"{plural(self.confirm, 'confirmation try', 'confirmation tries')}")
         regressions = [v for v in failed if v.status == REGRESSION]
         if regressions:
             lines.append(f"regressions ({len(regressions)}):")

@@ -8,6 +8,7 @@ option, fixture or marker asks for a measurement.  The run's state lives in one
 
 from __future__ import annotations
 
+import re
 import signal
 import sys
 from collections.abc import Callable, Generator, Iterator
@@ -27,6 +28,12 @@ from pytest_qcrypto.settings import Settings, SettingsError
 from pytest_qcrypto import timeout as qtimeout
 
 CASE_KEY = pytest.StashKey[Case]()
+#: The options that choose algorithms (``--qcrypto-digest``...) and the kinds each takes.
+SELECTION = (("digest", (catalog.DIGEST,)), ("cipher", (catalog.CIPHER, catalog.AEAD)))
+#: Each kind in messages.
+KIND_WORDS = {catalog.DIGEST: "digest", catalog.CIPHER: "cipher", catalog.AEAD: "AEAD"}
+#: The ini keys that take true or false (pytest's type="bool").
+BOOL_INI = ("qcrypto_allow_missing", "qcrypto_require_same_machine")
 RUN_NAME = "qcrypto-run"
 GUARD_NAME = "qcrypto-guard"
 
@@ -166,9 +173,17 @@ class QcryptoRun:
 
     # -- settings ----------------------------------------------------------------
 
-    def _ini_or_option(self, option: str, ini: str) -> Any:
+    def _ini_where(self, ini: str) -> str:
+        """``qcrypto_rounds in pytest.ini`` (or ``-o qcrypto_rounds``), for messages."""
+        return settings.ini_source(ini, self.config.inipath,
+                                   self.config.getoption("override_ini", None))
+
+    def _ini_or_option(self, option: str, ini: str) -> tuple[Any, str]:
+        """The option's value, else the ini key's (None if neither), and where it came from."""
         value = self.config.getoption(option)
-        return value if value not in (None, []) else self.config.getini(ini) or None
+        if value not in (None, []):
+            return value, f"--{option.replace('_', '-')}"
+        return self.config.getini(ini) or None, self._ini_where(ini)
 
     @cached_property
     def settings(self) -> Settings:
@@ -180,22 +195,27 @@ class QcryptoRun:
                                                 (catalog.CIPHER, catalog.AEAD), "--qcrypto-cipher")
         if self.requested and not algorithms:
             raise SettingsError("--qcrypto-digest/--qcrypto-cipher: no algorithm name given")
-        sizes = settings.parse_sizes(self._ini_or_option("qcrypto_size", "qcrypto_sizes"))
-        settings.check_sizes(algorithms, sizes)
-        plugins = settings.split_list(self._ini_or_option("qcrypto_plugin", "qcrypto_plugins"))
-        settings.check_plugin_count(plugins)
-        min_time = self._ini_or_option("qcrypto_min_time", "qcrypto_min_time")
-        rounds = self._ini_or_option("qcrypto_rounds", "qcrypto_rounds")
+        sizes_given, where = self._ini_or_option("qcrypto_size", "qcrypto_sizes")
+        sizes = settings.parse_sizes(sizes_given, where)
+        settings.check_sizes(algorithms, sizes, where)
+        plugins, where = self._ini_or_option("qcrypto_plugin", "qcrypto_plugins")
+        plugins = settings.split_list(plugins)
+        settings.check_plugin_count(plugins, where)
+        min_time, min_time_where = self._ini_or_option("qcrypto_min_time", "qcrypto_min_time")
+        rounds, rounds_where = self._ini_or_option("qcrypto_rounds", "qcrypto_rounds")
         seed = opt("qcrypto_seed")
         if seed is not None:
-            try:
-                seed = int(seed)
-            except ValueError:
-                raise SettingsError(f"--qcrypto-seed: {seed!r} is not a whole number") from None
+            number = settings.whole_number(seed)
+            if number is None:
+                raise SettingsError(f"--qcrypto-seed: {seed!r} is not a whole number (only the "
+                                    "ASCII digits 0-9, with an optional sign)")
+            seed = number
         return Settings(
             algorithms=tuple(algorithms), plugins=tuple(plugins), sizes=sizes,
-            min_time=settings.parse_min_time(min_time) if min_time else settings.DEFAULT_MIN_TIME,
-            rounds=settings.parse_rounds(rounds) if rounds else settings.DEFAULT_ROUNDS,
+            min_time=(settings.parse_min_time(min_time, min_time_where) if min_time is not None
+                      else settings.DEFAULT_MIN_TIME),
+            rounds=(settings.parse_rounds(rounds, rounds_where) if rounds is not None
+                    else settings.DEFAULT_ROUNDS),
             decrypt=bool(opt("qcrypto_decrypt")), seed=seed)
 
     @cached_property
@@ -220,8 +240,8 @@ class QcryptoRun:
     def time_limits(self) -> tuple[float | None, bool]:
         """``--qcrypto-timeout`` in seconds (None: off) and ``--qcrypto-isolate``."""
         s = self.settings
-        seconds = qtimeout.parse_timeout(
-            self._ini_or_option("qcrypto_timeout", "qcrypto_timeout"), s.min_time, s.rounds)
+        value, where = self._ini_or_option("qcrypto_timeout", "qcrypto_timeout")
+        seconds = qtimeout.parse_timeout(value, s.min_time, s.rounds, where)
         isolate = bool(self.config.getoption("qcrypto_isolate"))
         qtimeout.check_isolate(isolate)
         return seconds, isolate
@@ -240,11 +260,17 @@ class QcryptoRun:
     @cached_property
     def selections(self) -> list[Selection]:
         """The plugins of the matrix, as typed, checked against the registry."""
-        chosen = [self.registry.resolve(t) for t in self.settings.plugins]
+        where = self._ini_or_option("qcrypto_plugin", "qcrypto_plugins")[1]
+        try:
+            chosen = [self.registry.resolve(t) for t in self.settings.plugins]
+        except RegistryError as exc:
+            if where.startswith("--"):
+                raise
+            raise RegistryError(f"{where}: {exc}") from None
         seen: dict[str, str] = {}
         for s in chosen:
             if s.canonical in seen:
-                raise RegistryError(f"--qcrypto-plugin: {s.typed!r} names the same plugin as "
+                raise RegistryError(f"{where}: {s.typed!r} names the same plugin as "
                                     f"{seen[s.canonical]!r}; give each plugin once")
             seen[s.canonical] = s.typed
         if not chosen:
@@ -260,8 +286,9 @@ class QcryptoRun:
         _ = self.settings, self.jobs
         if self.requested or self.config.getoption("qcrypto_plugin"):
             _ = self.selections
-        if self.requested and not self.matrix_algorithms():
-            raise SettingsError(self._nothing_to_measure())
+        if self.requested:
+            self._check_all()
+        self._check_ini_bools()
         self.gate.check()
         if self.output.plot:
             from pytest_qcrypto import plot as plotting
@@ -287,18 +314,55 @@ class QcryptoRun:
         supported = set().union(*(self.registry.supported(s.plugin) for s in self.selections))
         return [a for a in self.settings.algorithms if a.name in named | supported]
 
-    def _nothing_to_measure(self) -> str:
-        """Why ``all`` found no algorithm: each plugin unavailable, or without one asked for."""
+    def _check_all(self) -> None:
+        """``all`` must find something to measure for each option it is given to.
+
+        ``--qcrypto-cipher all --qcrypto-plugin hashlib`` is a usage error, also beside
+        ``--qcrypto-digest sha256``: the ciphers would silently be left out.  ``all``
+        given to both options (``qcrypto speed`` without -C or -D) asks for everything
+        the plugins support, like ``openssl speed``: one algorithm of either kind will do.
+        """
         opt = self.config.getoption
-        kinds = " or ".join(k for k, o in (("digest", "qcrypto_digest"), ("cipher", "qcrypto_cipher"))
-                            if opt(o))
+        asked = [(f"--qcrypto-{o} {settings.ALL}", kinds) for o, kinds in SELECTION
+                 if settings.ALL in (t.lower() for t in settings.split_list(opt(f"qcrypto_{o}")))]
+        if len(asked) == len(SELECTION):
+            asked = [("", tuple(k for _, kinds in SELECTION for k in kinds))]
+        supported = set().union(*(self.registry.supported(s.plugin) for s in self.selections))
+        for option, kinds in asked:
+            if not any(a.kind in kinds and a.name in supported for a in catalog.ALGORITHMS):
+                raise SettingsError(self._nothing_to_measure(option, kinds))
+
+    def _nothing_to_measure(self, option: str, kinds: tuple[str, ...]) -> str:
+        """Why ``all`` found nothing: each chosen plugin unavailable or without the kinds;
+        and which plugins here do have one."""
+        words = [KIND_WORDS[k] for k in kinds]
+        kind = " or ".join(words) if len(words) < 3 else f"{', '.join(words[:-1])} or {words[-1]}"
         why = []
         for s in self.selections:
             reason = self.registry.unavailable(s.plugin)
             why.append(f"{s.typed}: unavailable: {reason}" if reason
-                       else f"{s.typed} supports no {kinds}")
-        return (f"nothing to measure: {'; '.join(why)}. Choose other plugins with "
-                "--qcrypto-plugin (see pytest --qcrypto-list or qcrypto list)")
+                       else f"{s.typed} supports no {kind}")
+        of_kinds = {a.name for a in catalog.ALGORITHMS if a.kind in kinds}
+        others = [p.name for p in self.registry.plugins
+                  if self.registry.supported(p) & of_kinds]
+        where = f"{option}: " if option else ""
+        if others:
+            hint = (f"Plugins that support one here: {', '.join(others)}; choose them with "
+                    "--qcrypto-plugin")
+        else:
+            hint = f"No plugin here supports a {kind}"
+        return (f"{where}nothing to measure: {'; '.join(why)}. {hint} "
+                "(see pytest --qcrypto-list or qcrypto list)")
+
+    def _check_ini_bools(self) -> None:
+        """A true/false ini key with another value: its name, file and the accepted words."""
+        for name in BOOL_INI:
+            try:
+                self.config.getini(name)
+            except (ValueError, TypeError, pytest.UsageError) as exc:
+                found = re.search(r"invalid truth value ('.*')$", str(exc))
+                raise SettingsError(settings.bool_problem(
+                    self._ini_where(name), found.group(1) if found else None)) from None
 
     @pytest.hookimpl(wrapper=True)
     def pytest_make_collect_report(self, collector: pytest.Collector) -> Generator[None, Any, Any]:
@@ -593,11 +657,12 @@ class RunGuard:
     def pytest_terminal_summary(self, terminalreporter: Any) -> None:
         n = self.skipped_on_workers
         if n:
-            workers = len(self.config.getoption("tx", None) or ()) or "several"
+            tx = len(self.config.getoption("tx", None) or ())
+            workers = catalog.plural(tx, "worker") if tx else "several workers"
             terminalreporter.write_sep("=", "qcrypto")
             terminalreporter.write_line(
-                f"qcrypto: {n} benchmark item{'s' if n != 1 else ''} skipped: pytest-xdist ran "
-                f"{workers} workers, and a measurement must not share the machine with other "
+                f"qcrypto: {catalog.plural(n, 'benchmark item')} skipped: pytest-xdist ran "
+                f"{workers}, and a measurement must not share the machine with other "
                 "work; run benchmarks with -n 0")
 
     def _catch_sigterm(self) -> None:

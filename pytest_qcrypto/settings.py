@@ -8,6 +8,7 @@ error (exit code 4).  Nothing here imports a crypto library.
 from __future__ import annotations
 
 import math
+import re
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 
@@ -25,6 +26,12 @@ DEFAULT_ROUNDS = 3
 #: The algorithm name that means every algorithm of the option's kinds (openssl speed
 #: without an algorithm); the matrix keeps those a chosen plugin supports.
 ALL = "all"
+#: What a true/false ini key (``qcrypto_allow_missing``) accepts, as pytest reads it, any case.
+TRUE_WORDS = ("true", "yes", "on", "1", "y", "t")
+FALSE_WORDS = ("false", "no", "off", "0", "n", "f")
+#: A whole number as qcrypto takes it: ASCII digits with an optional sign.  (``int()`` also
+#: takes other scripts' digits, such as Arabic-Indic ``١٦``, and ``1_000``.)
+_WHOLE = re.compile(r"[+-]?[0-9]+")
 
 
 class SettingsError(ValueError):
@@ -39,14 +46,49 @@ def split_list(values: Iterable[str] | None) -> list[str]:
     return out
 
 
+def ini_source(name: str, inipath: object, overrides: Iterable[str] | None = ()) -> str:
+    """Where an ini value came from, for messages: ``qcrypto_rounds in pytest.ini``, or
+    ``-o qcrypto_rounds`` when pytest's ``-o``/``--override-ini`` set it."""
+    if any(str(o).partition("=")[0].strip() == name for o in overrides or ()):
+        return f"-o {name}"
+    return f"{name} in {getattr(inipath, 'name', None) or 'the ini file'}"
+
+
+def bool_problem(where: str, value: str | None = None) -> str:
+    """The message for an ini key that is not true or false (``value`` as shown, if known)."""
+    return (f"{where}: {value or 'the value'} is not true or false; write "
+            f"{', '.join(TRUE_WORDS[:-1])} or {TRUE_WORDS[-1]} for true, "
+            f"{', '.join(FALSE_WORDS[:-1])} or {FALSE_WORDS[-1]} for false")
+
+
+def whole_number(text: object) -> int | None:
+    """``text`` as an int if it is ASCII digits 0-9 with an optional sign, else None."""
+    raw = str(text).strip()
+    return int(raw, 10) if _WHOLE.fullmatch(raw) else None
+
+
 def parse_sizes(values: Iterable[str] | None, option: str = "--qcrypto-size") -> tuple[int, ...]:
-    """Buffer sizes in bytes, ascending and without repeats; the default when none given."""
+    """Buffer sizes in bytes, ascending and without repeats; the default when none given.
+
+    Sizes are ASCII digits 0-9 (no unit suffix), separated by single commas or given
+    again; an empty element (``16,,32``) or a list that is empty (``""``) is an error.
+    """
+    texts = [str(v) for v in values or ()]
+    if texts and not any(t.strip() for t in texts):
+        raise SettingsError(f"{option}: the list of sizes is empty; give sizes in bytes, "
+                            f"e.g. 16,64, or leave it out for the default "
+                            f"{','.join(map(str, DEFAULT_SIZES))}")
+    for text in texts:
+        if not all(part.strip() for part in text.split(",")):
+            shown = text if text.strip() else ",".join(texts)
+            raise SettingsError(f"{option}: {shown!r} has an empty element; separate sizes "
+                                "with single commas, e.g. 16,64")
     sizes: set[int] = set()
-    for text in split_list(values):
-        try:
-            size = int(text, 10)
-        except ValueError:
-            raise SettingsError(f"{option}: {text!r} is not a whole number of bytes") from None
+    for text in split_list(texts):
+        size = whole_number(text)
+        if size is None:
+            raise SettingsError(f"{option}: {text!r} is not a whole number of bytes "
+                                "(only the ASCII digits 0-9)")
         if size <= 0:
             raise SettingsError(f"{option}: buffer size must be at least 1 byte, not {size}")
         if size > MAX_SIZE:
@@ -68,10 +110,10 @@ def parse_min_time(text: object, option: str = "--qcrypto-min-time") -> float:
 
 def parse_rounds(text: object, option: str = "--qcrypto-rounds") -> int:
     """A whole number of rounds, 1 to 1000."""
-    try:
-        value = int(str(text), 10)
-    except ValueError:
-        raise SettingsError(f"{option}: {text!r} is not a whole number") from None
+    value = whole_number(text)
+    if value is None:
+        raise SettingsError(f"{option}: {text!r} is not a whole number (only the ASCII digits "
+                            "0-9)")
     if not 1 <= value <= 1000:
         raise SettingsError(f"{option}: must be from 1 to 1000, not {value}")
     return value
@@ -106,20 +148,21 @@ def parse_algorithms(values: Iterable[str] | None, kinds: tuple[str, ...],
     return found
 
 
-def check_plugin_count(typed: Sequence[str]) -> None:
+def check_plugin_count(typed: Sequence[str], option: str = "--qcrypto-plugin") -> None:
     """At most :data:`MAX_PLUGINS` plugins, as qcrypto allows."""
     if len(typed) > MAX_PLUGINS:
-        raise SettingsError(f"--qcrypto-plugin: at most {MAX_PLUGINS} plugins, "
+        raise SettingsError(f"{option}: at most {MAX_PLUGINS} plugins, "
                             f"got {len(typed)} ({', '.join(typed)})")
 
 
-def check_sizes(algorithms: Iterable[Algorithm], sizes: Iterable[int]) -> None:
+def check_sizes(algorithms: Iterable[Algorithm], sizes: Iterable[int],
+                option: str = "--qcrypto-size") -> None:
     """Every size must suit every algorithm's mode (CBC/ECB blocks, XTS minimum)."""
     for alg in algorithms:
         for size in sizes:
             problem = alg.size_problem(size)
             if problem:
-                raise SettingsError(f"--qcrypto-size: {problem}")
+                raise SettingsError(f"{option}: {problem}")
 
 
 @dataclass(frozen=True)

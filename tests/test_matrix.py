@@ -183,3 +183,20 @@ def test_nothing_imported():
 ''')
     r = pytester.runpytest_subprocess("-p", "no:cacheprovider")
     r.assert_outcomes(passed=1)
+
+
+def test_counts_of_one_are_singular(pytester):
+    cell = ("--qcrypto-digest", "md5", "--qcrypto-plugin", "hashlib", "--qcrypto-size", "16",
+            *FAST)
+    r = pytester.runpytest(*cell, "--qcrypto-save", "one.json")
+    assert r.ret == 0
+    r.stdout.fnmatch_lines(["qcrypto: 1 result saved to *one.json"])
+    r = pytester.runpytest(*cell, "--qcrypto-compare", "one.json", "--qcrypto-confirm", "1",
+                           "--qcrypto-threshold", "99")
+    r.stdout.fnmatch_lines(["Regression gate: baseline *one.json (1 result, created *), "
+                            "threshold 99% unless an ini line says otherwise, "
+                            "1 confirmation try"])
+    from pytest_qcrypto import catalog
+
+    assert catalog.lookup("md5").size_problem(0) == "md5 needs a buffer of at least 1 byte, not 0"
+    assert catalog.plural(2, "confirmation try", "confirmation tries") == "2 confirmation tries"

@@ -106,3 +106,204 @@ def test_failure_headline_is_the_node_id(pytester):
     r = pytester.runpytest("--qcrypto-digest", "sha256", "--qcrypto-plugin", "wrong",
                            "--qcrypto-size", "16")
     r.stdout.fnmatch_lines(["_* qcrypto::sha256[[]wrong-16[]] _*"])
+
+
+# -- ini keys: the message names the key and its file, not the command-line option ------------
+
+BOOL_WORDS = "write true, yes, on, 1, y or t for true, false, no, off, 0, n or f for false"
+
+
+@pytest.mark.parametrize("line, message", [
+    ("qcrypto_min_time = abc", "qcrypto_min_time in tox.ini: 'abc' is not a number of seconds"),
+    ("qcrypto_min_time = 0", "qcrypto_min_time in tox.ini: must be more than 0 and at most "
+                             "3600 seconds, not 0"),
+    ("qcrypto_rounds = x",
+     "qcrypto_rounds in tox.ini: 'x' is not a whole number (only the ASCII digits 0-9)"),
+    ("qcrypto_rounds = 0", "qcrypto_rounds in tox.ini: must be from 1 to 1000, not 0"),
+    ("qcrypto_sizes = 16 abc", "qcrypto_sizes in tox.ini: 'abc' is not a whole number of bytes "
+                               "(only the ASCII digits 0-9)"),
+    ("qcrypto_sizes = 16,,32", "qcrypto_sizes in tox.ini: '16,,32' has an empty element; "
+                               "separate sizes with single commas, e.g. 16,64"),
+    ("qcrypto_sizes = 12", "qcrypto_sizes in tox.ini: des-ede3-cbc is a 64-bit block cipher in "
+                           "CBC mode without padding: the buffer size must be a multiple of its "
+                           "8-byte block, not 12"),
+    ("qcrypto_timeout = zero", "qcrypto_timeout in tox.ini: 'zero' is not a number of seconds; "
+                               "give a number of seconds more than 0 and at most 86400, or 'off' "
+                               "for no limit"),
+    ("qcrypto_confirm = x",
+     "qcrypto_confirm in tox.ini: 'x' is not a whole number (only the ASCII digits 0-9)"),
+    ("qcrypto_confirm = 99", "qcrypto_confirm in tox.ini: must be from 0 to 20, not 99"),
+    ("qcrypto_allow_missing = maybe",
+     f"qcrypto_allow_missing in tox.ini: 'maybe' is not true or false; {BOOL_WORDS}"),
+    ("qcrypto_require_same_machine = sometimes",
+     f"qcrypto_require_same_machine in tox.ini: 'sometimes' is not true or false; {BOOL_WORDS}"),
+    ("qcrypto_plugins = opensll", "qcrypto_plugins in tox.ini: unknown crypto plugin 'opensll'; "
+                                  "did you mean 'openssl'? Valid plugins: openssl, hashlib, "
+                                  "pycryptodome, afalg, devcrypto (see pytest --qcrypto-list or "
+                                  "qcrypto list)"),
+    ("qcrypto_plugins = openssl openssl-3", "qcrypto_plugins in tox.ini: 'openssl-3' names the "
+                                            "same plugin as 'openssl'; give each plugin once"),
+    ("qcrypto_plugins = " + " ".join(["hashlib"] * 11),
+     "qcrypto_plugins in tox.ini: at most 10 plugins, got 11 (" + ", ".join(["hashlib"] * 11)
+     + ")"),
+    ("qcrypto_threshold = x",  # the style the others follow
+     "qcrypto_threshold in tox.ini: 'x' is not a percentage (write 10% or 10)"),
+])
+def test_bad_ini_value_names_the_key_and_the_file(pytester, line, message):
+    pytester.makeini(f"[pytest]\n{line}\n")
+    r = pytester.runpytest("--qcrypto-cipher", "des-ede3-cbc")
+    assert r.ret == pytest.ExitCode.USAGE_ERROR
+    assert f"ERROR: {message}" in r.stderr.lines, r.stderr.str()
+    assert "Traceback" not in r.stderr.str() + r.stdout.str()
+
+
+def test_ini_file_is_named_as_found_and_the_command_line_still_wins(pytester):
+    pytester.makefile(".ini", pytest="[pytest]\nqcrypto_rounds = many\n")
+    r = pytester.runpytest(*DIGEST)
+    assert r.ret == pytest.ExitCode.USAGE_ERROR
+    assert ("ERROR: qcrypto_rounds in pytest.ini: 'many' is not a whole number (only the ASCII "
+            "digits 0-9)") in r.stderr.lines
+    r = pytester.runpytest(*DIGEST, "--qcrypto-rounds", "none")
+    assert r.ret == pytest.ExitCode.USAGE_ERROR
+    assert ("ERROR: --qcrypto-rounds: 'none' is not a whole number (only the ASCII digits "
+            "0-9)") in r.stderr.lines
+
+
+@pytest.mark.parametrize("override, message", [
+    ("qcrypto_min_time=abc", "-o qcrypto_min_time: 'abc' is not a number of seconds"),
+    ("qcrypto_allow_missing=maybe",
+     f"-o qcrypto_allow_missing: 'maybe' is not true or false; {BOOL_WORDS}"),
+    ("qcrypto_threshold=x", "-o qcrypto_threshold: 'x' is not a percentage (write 10% or 10)"),
+])
+def test_an_ini_value_from_dash_o_says_so(pytester, override, message):
+    r = pytester.runpytest(*DIGEST, "-o", override)
+    assert r.ret == pytest.ExitCode.USAGE_ERROR
+    assert f"ERROR: {message}" in r.stderr.lines, r.stderr.str()
+
+
+# -- sizes and whole numbers: no empty element, no empty list, ASCII digits only --------------
+
+@pytest.mark.parametrize("args, message", [
+    (("--qcrypto-size", "16,,32"), "--qcrypto-size: '16,,32' has an empty element; separate "
+                                   "sizes with single commas, e.g. 16,64"),
+    (("--qcrypto-size", "16,"), "--qcrypto-size: '16,' has an empty element; separate sizes "
+                                "with single commas, e.g. 16,64"),
+    (("--qcrypto-size", "16", "--qcrypto-size", ""),
+     "--qcrypto-size: '16,' has an empty element; separate sizes with single commas, e.g. 16,64"),
+    (("--qcrypto-size", ""), "--qcrypto-size: the list of sizes is empty; give sizes in bytes, "
+                             "e.g. 16,64, or leave it out for the default "
+                             "16,64,256,1024,4096,8192,32768"),
+    (("--qcrypto-size", " "), "--qcrypto-size: the list of sizes is empty; give sizes in bytes, "
+                              "e.g. 16,64, or leave it out for the default "
+                              "16,64,256,1024,4096,8192,32768"),
+    (("--qcrypto-size", "\u0661\u0666"),  # Arabic-Indic 16, which int() takes
+     "--qcrypto-size: '\u0661\u0666' is not a whole number of bytes (only the ASCII digits 0-9)"),
+    (("--qcrypto-size", "1_024"),
+     "--qcrypto-size: '1_024' is not a whole number of bytes (only the ASCII digits 0-9)"),
+    (("--qcrypto-size", "16k"),
+     "--qcrypto-size: '16k' is not a whole number of bytes (only the ASCII digits 0-9)"),
+    (("--qcrypto-rounds", "\u0663"),
+     "--qcrypto-rounds: '\u0663' is not a whole number (only the ASCII digits 0-9)"),
+    (("--qcrypto-rounds", ""), "--qcrypto-rounds: '' is not a whole number (only the ASCII "
+                               "digits 0-9)"),
+    (("--qcrypto-min-time", ""), "--qcrypto-min-time: '' is not a number of seconds"),
+    (("--qcrypto-confirm", "\u0663"),
+     "--qcrypto-confirm: '\u0663' is not a whole number (only the ASCII digits 0-9)"),
+    (("--qcrypto-seed", "\u0663"), "--qcrypto-seed: '\u0663' is not a whole number (only the "
+                                   "ASCII digits 0-9, with an optional sign)"),
+])
+def test_sizes_and_whole_numbers_are_strict(pytester, args, message):
+    r = pytester.runpytest(*DIGEST, *args)
+    assert r.ret == pytest.ExitCode.USAGE_ERROR
+    assert f"ERROR: {message}" in r.stderr.lines, r.stderr.str()
+    assert "Traceback" not in r.stderr.str() + r.stdout.str()
+
+
+def test_whole_numbers_keep_their_sign_and_spaces():
+    from pytest_qcrypto import settings
+
+    assert settings.parse_sizes([" 16 , 64", "16"]) == (16, 64)
+    assert settings.parse_sizes([]) == settings.DEFAULT_SIZES  # not given: the default
+    assert settings.parse_rounds(" 3 ") == 3
+    assert settings.whole_number("-3") == -3
+    assert settings.whole_number("\u0663") is None
+    with pytest.raises(settings.SettingsError, match="at least 1 byte, not -16"):
+        settings.parse_sizes(["-16"])
+
+
+# -- `all` in each option that asks for it must find something ---------------------------------
+
+def _supporting(kinds):
+    """The built-in plugins that support an algorithm of ``kinds`` on this machine."""
+    from pytest_qcrypto import catalog
+    from pytest_qcrypto.backends import builtin_plugins
+    from pytest_qcrypto.registry import Registry
+
+    registry = Registry(builtin_plugins())
+    names = {a.name for a in catalog.ALGORITHMS if a.kind in kinds}
+    return ", ".join(p.name for p in registry.plugins if registry.supported(p) & names)
+
+
+@pytest.mark.parametrize("args", [
+    ("--qcrypto-cipher", "all", "--qcrypto-plugin", "hashlib"),
+    ("--qcrypto-cipher", "all", "--qcrypto-plugin", "hashlib", "--qcrypto-digest", "sha256"),
+    ("--qcrypto-digest", "md5", "--qcrypto-cipher", "aes-128-cbc,all", "--qcrypto-plugin",
+     "hashlib"),
+])
+def test_all_ciphers_of_a_digest_only_plugin_is_a_usage_error_also_beside_a_digest(pytester,
+                                                                                    args):
+    r = pytester.runpytest(*args)
+    assert r.ret == pytest.ExitCode.USAGE_ERROR
+    assert ("ERROR: --qcrypto-cipher all: nothing to measure: hashlib supports no cipher or "
+            f"AEAD. Plugins that support one here: {_supporting(('cipher', 'aead'))}; choose "
+            "them with --qcrypto-plugin (see pytest --qcrypto-list or qcrypto list)"
+            ) in r.stderr.lines, r.stderr.str()
+
+
+def test_all_digests_of_an_unavailable_plugin_names_those_that_have_one(pytester):
+    from conftest import TEST_PLUGINS
+
+    pytester.makeconftest(TEST_PLUGINS)
+    r = pytester.runpytest("--qcrypto-digest", "all", "--qcrypto-cipher", "aes-128-ctr",
+                           "--qcrypto-plugin", "missing")
+    assert r.ret == pytest.ExitCode.USAGE_ERROR
+    assert ("ERROR: --qcrypto-digest all: nothing to measure: missing: unavailable: libmissing "
+            "is not installed (pip install libmissing). Plugins that support one here: "
+            f"{_supporting(('digest',))}, wrong; choose them with --qcrypto-plugin (see pytest "
+            "--qcrypto-list or qcrypto list)") in r.stderr.lines, r.stderr.str()
+
+
+def test_all_in_both_options_asks_for_everything_like_openssl_speed(pytester):
+    """``qcrypto speed -P hashlib`` (no -C/-D) passes both: the digests are enough."""
+    r = pytester.runpytest("--qcrypto-digest", "all", "--qcrypto-cipher", "all",
+                           "--qcrypto-plugin", "hashlib", "--qcrypto-size", "16", "-k", "md5",
+                           *FAST)
+    assert r.ret == 0, r.stderr.str()
+    from conftest import TEST_PLUGINS
+
+    pytester.makeconftest(TEST_PLUGINS)
+    r = pytester.runpytest("--qcrypto-digest", "all", "--qcrypto-cipher", "all",
+                           "--qcrypto-plugin", "missing")
+    assert r.ret == pytest.ExitCode.USAGE_ERROR
+    assert ("ERROR: nothing to measure: missing: unavailable: libmissing is not installed (pip "
+            "install libmissing). Plugins that support one here: "
+            f"{_supporting(('digest', 'cipher', 'aead'))}, wrong; choose them with "
+            "--qcrypto-plugin (see pytest --qcrypto-list or qcrypto list)"
+            ) in r.stderr.lines, r.stderr.str()
+
+
+# -- the qcrypto command points to `qcrypto list` once -----------------------------------------
+
+def test_qcrypto_command_says_see_qcrypto_list_once(pytester, capsys):
+    from pytest_qcrypto import cli, settings
+
+    valid = ", ".join(n for n in settings.catalog.names("digest"))
+    assert cli.main(["speed", "-D", "sha265"]) == pytest.ExitCode.USAGE_ERROR
+    assert capsys.readouterr().err == (
+        "ERROR: qcrypto speed: -D: unknown digest 'sha265'; did you mean sha256, sha3-256, "
+        f"sha512? Valid digests: {valid}, or all (see qcrypto list)\n")
+    r = pytester.runpytest("--qcrypto-digest", "sha265")
+    assert r.ret == pytest.ExitCode.USAGE_ERROR
+    assert ("ERROR: --qcrypto-digest: unknown digest 'sha265'; did you mean sha256, sha3-256, "
+            f"sha512? Valid digests: {valid}, or all (see pytest --qcrypto-list or qcrypto list)"
+            ) in r.stderr.lines
