@@ -335,7 +335,8 @@ def test_figures_raised_by_half_fail_every_item(fake):
                             "  regression: sha256 fake 64 B digest:*",
                             "  regression: sha256 fake 256 B digest:*",
                             "FAILED qcrypto::sha256?fake-16? - *regression: sha256 fake 16 B*"])
-    r.stdout.fnmatch_lines(["fake * -3*%! * -3*%! * -3*%!",
+    # -33% on a quiet machine; a busy one only slows the fake further
+    r.stdout.fnmatch_lines(["fake * -[3-9]*%! * -[3-9]*%! * -[3-9]*%!",
                             "  ! regression: slower than the threshold allows, on every try"])
     cases = junit(fake)
     assert sorted(cases) == ["sha256[fake-16]", "sha256[fake-256]", "sha256[fake-64]"]
@@ -343,7 +344,7 @@ def test_figures_raised_by_half_fail_every_item(fake):
         size = name.split("-")[1].rstrip("]")
         assert re.fullmatch(
             rf"regression: sha256 fake {size} B digest: " + KIB.replace("KiB/s", "KiB/s now", 1)
-            + ", baseline " + KIB + r", change -3\d\.\d%, threshold 10% \(default\); " + TRIES +
+            + ", baseline " + KIB + r", change -[3-9]\d\.\d%, threshold 10% \(default\); " + TRIES +
             r"; its fastest round .*", message), message
         assert props["qcrypto_verdict"] == "regression" and props["qcrypto_tries"] == "3"
         assert float(props["qcrypto_change_pct"]) < -30
