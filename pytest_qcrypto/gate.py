@@ -38,7 +38,7 @@ from pytest_qcrypto import catalog, results, settings
 from pytest_qcrypto.catalog import plural
 from pytest_qcrypto.harness import KIB, Measurement
 from pytest_qcrypto.results import Result, ResultsFile
-from pytest_qcrypto.settings import SettingsError
+from pytest_qcrypto.settings import SettingsError, decimal_number
 
 DEFAULT_THRESHOLD = 10.0
 #: A try whose median round loses more than this share to its wait for a CPU says so in
@@ -110,7 +110,7 @@ def parse_percent(text: object, where: str) -> float:
     """A threshold in percent, ``10%`` or ``10`` -> ``10.0``; from 0 up to (not including) 100."""
     raw = str(text).strip()
     try:
-        value = float(raw.removesuffix("%").strip())
+        value = decimal_number(raw.removesuffix("%"))
     except ValueError:
         raise SettingsError(f"{where}: {raw!r} is not a percentage (write 10% or 10)") from None
     if math.isfinite(value) and -100 < value < 0:
@@ -127,7 +127,7 @@ def parse_kib_per_s(text: object, where: str) -> float:
     """A floor in KiB/s: a positive finite number."""
     raw = str(text).strip()
     try:
-        value = float(raw)
+        value = decimal_number(raw)
     except ValueError:
         raise SettingsError(f"{where}: {raw!r} is not a number of KiB/s") from None
     if not math.isfinite(value) or value <= 0:

@@ -46,7 +46,7 @@ from typing import Any
 
 from pytest_qcrypto import harness
 from pytest_qcrypto.backends import Runner
-from pytest_qcrypto.settings import SettingsError
+from pytest_qcrypto.settings import SettingsError, whole_number
 
 #: What ``--qcrypto-jobs auto`` means: every CPU this process may run on.
 AUTO = "auto"
@@ -144,10 +144,7 @@ def parse_jobs(text: object, option: str = "--qcrypto-jobs") -> int:
     value = str(text).strip()
     if value.lower() == AUTO:
         return cpu_count()
-    try:
-        jobs = int(value, 10)
-    except ValueError:
-        jobs = 0
+    jobs = whole_number(value) or 0  # ASCII digits only: int() also takes '١٦'
     if jobs < 1:
         raise SettingsError(f"{option}: {value!r} is not valid; give a whole number of worker "
                             f"processes from 1 up, or 'auto' for all {cpu_count()} CPUs")

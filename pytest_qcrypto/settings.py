@@ -67,6 +67,17 @@ def whole_number(text: object) -> int | None:
     return int(raw, 10) if _WHOLE.fullmatch(raw) else None
 
 
+def decimal_number(text: object) -> float:
+    """``text`` as a float, written in ASCII (``0.5``, ``1e-3``, ``inf``); ``ValueError`` otherwise.
+
+    ``float()`` alone also takes other scripts' digits (``٠٫٥``) and ``1_000``.
+    """
+    raw = str(text).strip()
+    if not raw.isascii() or "_" in raw:
+        raise ValueError(f"not an ASCII number: {raw!r}")
+    return float(raw)
+
+
 def parse_sizes(values: Iterable[str] | None, option: str = "--qcrypto-size") -> tuple[int, ...]:
     """Buffer sizes in bytes, ascending and without repeats; the default when none given.
 
@@ -100,7 +111,7 @@ def parse_sizes(values: Iterable[str] | None, option: str = "--qcrypto-size") ->
 def parse_min_time(text: object, option: str = "--qcrypto-min-time") -> float:
     """Seconds, a positive finite number no larger than one hour."""
     try:
-        value = float(str(text))
+        value = decimal_number(text)
     except ValueError:
         raise SettingsError(f"{option}: {text!r} is not a number of seconds") from None
     if not math.isfinite(value) or value <= 0 or value > 3600:

@@ -49,7 +49,7 @@ from types import FrameType
 from typing import Any, TypeVar
 
 from pytest_qcrypto.jobs import die_with_parent, libc_prctl
-from pytest_qcrypto.settings import SettingsError
+from pytest_qcrypto.settings import SettingsError, decimal_number
 
 T = TypeVar("T")
 
@@ -139,7 +139,7 @@ def parse_timeout(text: object, min_time: float, rounds: int,
     valid = (f"give a number of seconds more than 0 and at most {MAX_TIMEOUT:g}, "
              f"or '{OFF}' for no limit")
     try:
-        seconds = float(value)
+        seconds = decimal_number(value)
     except ValueError:
         raise SettingsError(f"{option}: {value!r} is not a number of seconds; {valid}") from None
     if not 0 < seconds <= MAX_TIMEOUT:  # also false for NaN

@@ -211,11 +211,21 @@ def test_an_ini_value_from_dash_o_says_so(pytester, override, message):
      "--qcrypto-confirm: '\u0663' is not a whole number (only the ASCII digits 0-9)"),
     (("--qcrypto-seed", "\u0663"), "--qcrypto-seed: '\u0663' is not a whole number (only the "
                                    "ASCII digits 0-9, with an optional sign)"),
+    # numbers of seconds, percentages, KiB/s and jobs: ASCII too (float() takes '\u0661')
+    (("--qcrypto-min-time", "\u0661"), "--qcrypto-min-time: '\u0661' is not a number of seconds"),
+    (("--qcrypto-min-time", "0_1"), "--qcrypto-min-time: '0_1' is not a number of seconds"),
+    (("--qcrypto-timeout", "\u0666\u0660"), "--qcrypto-timeout: '\u0666\u0660' is not a number of "
+                                         "seconds; give a number of seconds more than 0 and at "
+                                         "most 86400, or 'off' for no limit"),
+    (("--qcrypto-threshold", "\u0661\u0660%"),
+     "--qcrypto-threshold: '\u0661\u0660%' is not a percentage (write 10% or 10)"),
+    (("--qcrypto-jobs", "\u0662"), "--qcrypto-jobs: '\u0662' is not valid; give a whole number "
+                                   "of worker processes from 1 up, or 'auto' for all * CPUs"),
 ])
 def test_sizes_and_whole_numbers_are_strict(pytester, args, message):
     r = pytester.runpytest(*DIGEST, *args)
     assert r.ret == pytest.ExitCode.USAGE_ERROR
-    assert f"ERROR: {message}" in r.stderr.lines, r.stderr.str()
+    r.stderr.fnmatch_lines([f"ERROR: {message}"])
     assert "Traceback" not in r.stderr.str() + r.stdout.str()
 
 
