@@ -147,9 +147,9 @@ def parse_timeout(text: object, min_time: float, rounds: int,
     need = needed_seconds(min_time, rounds)
     if seconds < need:
         raise SettingsError(
-            f"{option}: {seconds:g} s is shorter than a measurement of --qcrypto-min-time "
-            f"{min_time:g} s and --qcrypto-rounds {rounds} needs (about {need:g} s); "
-            f"give at least {need:g}, or lower those")
+            f"{option}: {seconds:g} s is shorter than a measurement needs at a min-time of "
+            f"{min_time:g} s and {rounds} round{'s' if rounds != 1 else ''} (about {need:g} s); "
+            f"give at least {need:g}, or lower the min-time or rounds")
     return seconds
 
 

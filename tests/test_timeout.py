@@ -165,8 +165,9 @@ def test_isolate_measures_and_reports_the_plugins_own_error(pytester):
     ("abc", "--qcrypto-timeout: 'abc' is not a number of seconds; give a number of seconds"),
     ("nan", "is out of range"),
     ("inf", "is out of range"),
-    ("0.01", "0.01 s is shorter than a measurement of --qcrypto-min-time 0.1 s and "
-             "--qcrypto-rounds 3 needs (about 0.7 s); give at least 0.7"),
+    ("0.01", "--qcrypto-timeout: 0.01 s is shorter than a measurement needs at a min-time of "
+             "0.1 s and 3 rounds (about 0.7 s); give at least 0.7, or lower the min-time or "
+             "rounds"),
 ])
 def test_bad_timeout_is_a_usage_error(pytester, value, message):
     r = pytester.runpytest("--qcrypto-digest", "sha256", "--qcrypto-timeout", value)
@@ -183,6 +184,11 @@ def test_timeout_off_and_from_ini(pytester):
     pytester.makeini("[pytest]\nqcrypto_timeout = zero\n")
     r = pytester.runpytest("--qcrypto-digest", "md5")
     assert r.ret == pytest.ExitCode.USAGE_ERROR
+    pytester.makeini("[pytest]\nqcrypto_timeout = 0.01\nqcrypto_rounds = 1\n")
+    r = pytester.runpytest("--qcrypto-digest", "md5")
+    assert r.ret == pytest.ExitCode.USAGE_ERROR
+    r.stderr.fnmatch_lines(["ERROR: qcrypto_timeout in tox.ini: 0.01 s is shorter than a "
+                            "measurement needs at a min-time of 0.1 s and 1 round (about *"])
 
 
 # -- the option's parser -----------------------------------------------------------------
