@@ -90,6 +90,8 @@ def build_parser() -> argparse.ArgumentParser:
     report.add_argument("--qcrypto-format", metavar="FORMAT",
                         help="qcrypto, openssl, markdown or csv")
     report.add_argument("--qcrypto-plot", metavar="PATH", help="also plot to .png, .svg or .html")
+    report.add_argument("-v", "--verbose", action="store_true",
+                        help="qcrypto's lines before each table: operations and seconds per cell")
     return parser
 
 
@@ -114,7 +116,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         return int(pytest.main(pytest_args))
     if ns.command == "list":
         return int(pytest.main(["--qcrypto-list", "-p", "no:cacheprovider"]))
-    return report(ns.files, ns.qcrypto_unit, ns.qcrypto_format, ns.qcrypto_plot)
+    return report(ns.files, ns.qcrypto_unit, ns.qcrypto_format, ns.qcrypto_plot,
+                  verbose=ns.verbose)
 
 
 def _algorithm(name: str, kinds: tuple[str, ...], flag: str) -> str:
@@ -192,8 +195,12 @@ def joined(extra: Sequence[str]) -> list[str]:
 
 
 def report(files: Sequence[str], unit: str | None = None, fmt: str | None = None,
-           plot: str | None = None, stdout: Any = None) -> int:
+           plot: str | None = None, stdout: Any = None, verbose: bool = False) -> int:
     """``qcrypto report``: print saved results joined into one table per algorithm.
+
+    ``verbose`` puts qcrypto's ``executed N digests of size S bytes in T secs``
+    block before each table (qcrypto format only; cells saved without counts,
+    schema 1, have no line).
 
     Returns 0, 4 for a bad option (a plot path whose directory is missing,
     for one) or an unreadable file (named on standard error), or 1 when the
@@ -213,7 +220,7 @@ def report(files: Sequence[str], unit: str | None = None, fmt: str | None = None
         sys.stderr.write(f"ERROR: {exc}\n")
         return USAGE_ERROR
     tables, legend = render.joined_tables(loaded, [str(f) for f in files])
-    lines = render.format_lines(tables, output.format, output.unit)
+    lines = render.format_lines(tables, output.format, output.unit, verbose)
     if output.format != "csv" and legend:
         lines += [""] + (render.markdown_legend(legend) if output.format == "markdown"
                          else legend)

@@ -99,6 +99,10 @@ class Table:
     machines: Mapping[str, str] = field(default_factory=dict)
 
 
+#: ``Measurement.extra`` key of a saved figure without counts (schema 1): no verbose line.
+FIGURE_ONLY = "figure_only"
+
+
 def _verb(table: Table) -> str:
     return {"digest": "digests", "encrypt": "encryptions", "decrypt": "decryptions"}[table.direction]
 
@@ -117,7 +121,8 @@ def verbose_block(table: Table) -> list[str]:
         lines.append(f"plugin: {plugin}")
         for size in table.sizes:
             cell = table.cells.get((plugin, size))
-            if cell is not None and cell.measurement is not None:
+            if cell is not None and cell.measurement is not None \
+                    and not cell.measurement.extra.get(FIGURE_ONLY):
                 m = cell.measurement
                 lines.append(f"executed {m.count} {_verb(table)} of size {size} bytes "
                              f"in {m.median_s:.2f} secs")
@@ -475,11 +480,12 @@ def _measurement(r: Any) -> Measurement:
     size in ``size / bytes_per_second`` seconds.
     """
     if r.count and r.rounds_s:
-        count, rounds = r.count, tuple(r.rounds_s)
+        count, rounds, extra = r.count, tuple(r.rounds_s), {}
     else:
-        count, rounds = 1, (r.size / r.bytes_per_second,)
+        count, rounds, extra = 1, (r.size / r.bytes_per_second,), {FIGURE_ONLY: True}
     return Measurement(r.algorithm, r.plugin, r.size, r.direction, count, rounds,
-                       tuple(r.cpu_s), r.canonical_plugin, r.operation, r.driver, r.hardware)
+                       tuple(r.cpu_s), r.canonical_plugin, r.operation, r.driver, r.hardware,
+                       extra=extra)
 
 
 def machine_labels(names: Sequence[str]) -> list[str]:

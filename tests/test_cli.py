@@ -320,3 +320,22 @@ def test_passthrough_values_are_joined_so_a_baseline_elsewhere_keeps_the_ini():
                    "--qcrypto-threshold", "-5", "--qcrypto-size=16"]) == [
         "--qcrypto-compare=/tmp/base.json", "--qcrypto-decrypt", "--qcrypto-threshold=-5",
         "--qcrypto-size=16"]
+
+
+def test_report_verbose_shows_each_cells_operations_and_seconds(tmp_path, capsys):
+    from pytest_qcrypto import results
+    from pytest_qcrypto.results import Result, ResultsFile
+
+    measured = Result("sha256", "openssl", 16, "digest", 16 * 65536 / 0.125, 65536,
+                      (0.125, 0.13, 0.12))
+    typed_in = Result("sha256", "openssl", 64, "digest", 1024 * 1000.0)  # schema 1: a figure only
+    results.save(tmp_path / "a.json", ResultsFile([measured, typed_in]))
+    assert cli.main(["report", "-v", str(tmp_path / "a.json")]) == 0
+    assert capsys.readouterr().out.splitlines()[:6] == [
+        "Benchmarking 'sha256' digest on the following plugin(s): a/openssl",
+        "plugin: a/openssl",
+        "executed 65536 digests of size 16 bytes in 0.12 secs",  # the median round, 0.125 s
+        "",
+        "Benchmark results for 'sha256' digest (KiB/s):",
+        "plugin           16       64",
+    ]
