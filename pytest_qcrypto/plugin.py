@@ -521,6 +521,7 @@ class SpeedMatrix(pytest.Collector):
         for case in run.cases():
             item = SpeedCell.from_parent(self, name=f"{case.algorithm}[{case.id}]",
                                          callobj=speed_cell)
+            _structure_id(item)
             item.stash[CASE_KEY] = case
             items.append(item)
         return items
@@ -535,6 +536,21 @@ class SpeedCell(pytest.Function):
     def reportinfo(self) -> tuple[Any, int | None, str]:
         path, line, _ = super().reportinfo()
         return path, line, self.nodeid
+
+
+def _structure_id(item: pytest.Item) -> None:
+    """Give a matrix item the node id its string form parses to.
+
+    pytest 9.2 keys the cache (``--lf``, ``--ff``, ``--nf``) by a structured
+    node id read back from the string ``qcrypto::sha256[openssl-16]``: name
+    ``sha256``, parameters ``openssl-16``.  An item made without a callspec
+    gets the name ``sha256[openssl-16]`` and no parameters, which would never
+    match.  Earlier pytest keys by the string and needs nothing.
+    """
+    node_id = getattr(item, "_id", None)
+    parse = getattr(type(node_id), "parse", None)
+    if node_id is not None and callable(parse):
+        item._id = parse(str(node_id))
 
 
 def speed_cell(qcrypto_case: Case, qcrypto_context: Any) -> None:

@@ -200,3 +200,21 @@ def test_counts_of_one_are_singular(pytester):
 
     assert catalog.lookup("md5").size_problem(0) == "md5 needs a buffer of at least 1 byte, not 0"
     assert catalog.plural(2, "confirmation try", "confirmation tries") == "2 confirmation tries"
+
+
+def test_last_failed_and_failed_first_find_matrix_cells(pytester):
+    from conftest import TEST_PLUGINS
+
+    pytester.makeconftest(TEST_PLUGINS)
+    args = ("--qcrypto-digest", "sha256", "--qcrypto-plugin", "hashlib", "--qcrypto-plugin",
+            "wrong", "--qcrypto-size", "16,64", *FAST)
+    r = pytester.runpytest(*args)
+    r.assert_outcomes(passed=2, failed=2)
+    r = pytester.runpytest(*args, "--lf", "-v")
+    r.assert_outcomes(failed=2, deselected=2)
+    r.stdout.fnmatch_lines(["run-last-failure: rerun previous 2 failures",
+                            "qcrypto::sha256[[]wrong-16[]] FAILED*",
+                            "qcrypto::sha256[[]wrong-64[]] FAILED*"])
+    r = pytester.runpytest(*args, "--ff", "--co", "-q")
+    assert r.outlines[:4] == ["qcrypto::sha256[wrong-16]", "qcrypto::sha256[wrong-64]",
+                              "qcrypto::sha256[hashlib-16]", "qcrypto::sha256[hashlib-64]"]
