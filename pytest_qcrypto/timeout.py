@@ -126,18 +126,21 @@ def default_timeout(min_time: float, rounds: int) -> float:
 
 def parse_timeout(text: object, min_time: float, rounds: int,
                   option: str = "--qcrypto-timeout") -> float | None:
-    """Seconds from ``text``, or None for :data:`OFF`; the default when ``text`` is None.
+    """Seconds from ``text``, or None for :data:`OFF`; the default when ``text`` is None
+    (an empty text is an error: ``--qcrypto-timeout=``).
 
     Valid: a number of seconds more than 0 and at most :data:`MAX_TIMEOUT`, no
     shorter than :func:`needed_seconds` of the run's ``min_time`` and ``rounds``.
     """
-    if text is None or str(text).strip() == "":
+    if text is None:
         return default_timeout(min_time, rounds)
     value = str(text).strip()
     if value.lower() == OFF:
         return None
     valid = (f"give a number of seconds more than 0 and at most {MAX_TIMEOUT:g}, "
              f"or '{OFF}' for no limit")
+    if not value:  # --qcrypto-timeout= : a value forgotten, not the default
+        raise SettingsError(f"{option}: the value is empty; {valid}")
     try:
         seconds = decimal_number(value)
     except ValueError:

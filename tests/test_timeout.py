@@ -165,6 +165,8 @@ def test_isolate_measures_and_reports_the_plugins_own_error(pytester):
     ("abc", "--qcrypto-timeout: 'abc' is not a number of seconds; give a number of seconds"),
     ("nan", "is out of range"),
     ("inf", "is out of range"),
+    ("", "--qcrypto-timeout: the value is empty; give a number of seconds more than 0 and at "
+         "most 86400, or 'off' for no limit"),
     ("0.01", "--qcrypto-timeout: 0.01 s is shorter than a measurement needs at a min-time of "
              "0.1 s and 3 rounds (about 0.7 s); give at least 0.7, or lower the min-time or "
              "rounds"),
@@ -196,11 +198,10 @@ def test_timeout_off_and_from_ini(pytester):
 
 def test_parse_timeout():
     assert qtimeout.parse_timeout(None, 0.1, 3) == 60
-    assert qtimeout.parse_timeout("", 0.1, 3) == 60
     assert qtimeout.parse_timeout(None, 20, 3) == 280   # twice what the measurement needs
     assert qtimeout.parse_timeout(" 2.5 ", 0.1, 3) == 2.5
     assert qtimeout.parse_timeout("OFF", 0.1, 3) is None
-    for bad in ("0", "-1", "abc", "nan", "inf", "1e9", "1s"):
+    for bad in ("", " ", "0", "-1", "abc", "nan", "inf", "1e9", "1s"):
         with pytest.raises(SettingsError, match="^--qcrypto-timeout: "):
             qtimeout.parse_timeout(bad, 0.1, 3)
 
