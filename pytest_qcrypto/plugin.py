@@ -183,7 +183,10 @@ class QcryptoRun:
         value = self.config.getoption(option)
         if value not in (None, []):
             return value, f"--{option.replace('_', '-')}"
-        return self.config.getini(ini) or None, self._ini_where(ini)
+        value = self.config.getini(ini)
+        if isinstance(value, list) and value:  # "16, 64" came split at blanks: one comma list
+            value = [settings.ini_list(value)]
+        return value or None, self._ini_where(ini)
 
     @cached_property
     def settings(self) -> Settings:
@@ -199,6 +202,8 @@ class QcryptoRun:
         sizes = settings.parse_sizes(sizes_given, where)
         settings.check_sizes(algorithms, sizes, where)
         plugins, where = self._ini_or_option("qcrypto_plugin", "qcrypto_plugins")
+        settings.check_elements([str(p) for p in plugins or ()], where, "plugin names",
+                                "openssl,hashlib")
         plugins = settings.split_list(plugins)
         settings.check_plugin_count(plugins, where)
         min_time, min_time_where = self._ini_or_option("qcrypto_min_time", "qcrypto_min_time")

@@ -38,6 +38,29 @@ class SettingsError(ValueError):
     """A bad option value; ``str()`` is the one-line message for the user."""
 
 
+def check_elements(texts: Sequence[str], option: str, noun: str, example: str) -> None:
+    """Raise :class:`SettingsError` when a comma list has an empty element (``16,,32``, ``a,``).
+
+    ``texts`` are the option's values as given (one per repetition); an empty
+    repetition is shown joined to the others (``'16,'``).
+    """
+    for text in texts:
+        if not all(part.strip() for part in text.split(",")):
+            shown = text if text.strip() else ",".join(texts)
+            raise SettingsError(f"{option}: {shown!r} has an empty element; separate {noun} "
+                                f"with single commas, e.g. {example}")
+
+
+def ini_list(tokens: Sequence[str]) -> str:
+    """An ini list (pytest's ``args`` type, split at blanks) as one comma list.
+
+    ``16, 64``, ``16 64`` and ``16 , 64`` all read ``16,64``; an empty element
+    stays empty (``16,,64``, a trailing comma) so that :func:`check_elements` names it.
+    """
+    joined = " ".join(str(t) for t in tokens).strip()
+    return ",".join(re.split(r"\s*,\s*|\s+", joined)) if joined else ""
+
+
 def split_list(values: Iterable[str] | None) -> list[str]:
     """Repeated options and comma lists as one list: ``["a,b", "c"]`` -> ``["a", "b", "c"]``."""
     out: list[str] = []
@@ -89,11 +112,7 @@ def parse_sizes(values: Iterable[str] | None, option: str = "--qcrypto-size") ->
         raise SettingsError(f"{option}: the list of sizes is empty; give sizes in bytes, "
                             f"e.g. 16,64, or leave it out for the default "
                             f"{','.join(map(str, DEFAULT_SIZES))}")
-    for text in texts:
-        if not all(part.strip() for part in text.split(",")):
-            shown = text if text.strip() else ",".join(texts)
-            raise SettingsError(f"{option}: {shown!r} has an empty element; separate sizes "
-                                "with single commas, e.g. 16,64")
+    check_elements(texts, option, "sizes", "16,64")
     sizes: set[int] = set()
     for text in split_list(texts):
         size = whole_number(text)
@@ -139,6 +158,10 @@ def parse_algorithms(values: Iterable[str] | None, kinds: tuple[str, ...],
     found: list[Algorithm] = []
     word = {(catalog.DIGEST,): "digest", (catalog.CIPHER, catalog.AEAD): "cipher"}.get(
         kinds, "algorithm")
+    texts = [str(v) for v in values or ()]
+    if any(t.strip() for t in texts):  # nothing at all is "no algorithm name given"
+        check_elements(texts, option, f"{word} names",
+                       "sha256,md5" if word == "digest" else "aes-128-cbc,aes-256-gcm")
     for name in split_list(values):
         if name.lower() == ALL:
             found += [a for a in catalog.ALGORITHMS if a.kind in kinds and a not in found]

@@ -12,7 +12,8 @@ DIGEST = ("--qcrypto-digest", "sha256")
     (("--qcrypto-digest", "aes-128-cbc"), "aes-128-cbc is a cipher: use --qcrypto-cipher"),
     (("--qcrypto-cipher", "aes-128-cbd"), "unknown cipher 'aes-128-cbd'; did you mean"),
     (("--qcrypto-cipher", "nosuch"), "Valid ciphers: aes-128-cbc"),
-    (("--qcrypto-digest", ","), "no algorithm name given"),
+    (("--qcrypto-digest", ","), "--qcrypto-digest: ',' has an empty element"),
+    (("--qcrypto-digest", ""), "no algorithm name given"),
     ((*DIGEST, "--qcrypto-plugin", "opensll"), "unknown crypto plugin 'opensll'; did you mean 'openssl'? Valid"),
     ((*DIGEST, "--qcrypto-plugin", "nosuch"), "Valid plugins: openssl, hashlib, pycryptodome"),
     ((*DIGEST, "--qcrypto-plugin", "openssl", "--qcrypto-plugin", "openssl-3"),
@@ -317,3 +318,45 @@ def test_qcrypto_command_says_see_qcrypto_list_once(pytester, capsys):
     assert ("ERROR: --qcrypto-digest: unknown digest 'sha265'; did you mean sha256, sha3-256, "
             f"sha512? Valid digests: {valid}, or all (see pytest --qcrypto-list or qcrypto list)"
             ) in r.stderr.lines
+
+
+# -- empty elements in name lists; ini lists written with blanks --------------------------------
+
+@pytest.mark.parametrize("args, message", [
+    (("--qcrypto-digest", "sha256,,md5"), "--qcrypto-digest: 'sha256,,md5' has an empty element; "
+                                          "separate digest names with single commas, e.g. "
+                                          "sha256,md5"),
+    (("--qcrypto-cipher", ",aes-128-cbc"), "--qcrypto-cipher: ',aes-128-cbc' has an empty "
+                                           "element; separate cipher names with single commas, "
+                                           "e.g. aes-128-cbc,aes-256-gcm"),
+    (("--qcrypto-digest", "sha256", "--qcrypto-plugin", "hashlib,,openssl"),
+     "--qcrypto-plugin: 'hashlib,,openssl' has an empty element; separate plugin names with "
+     "single commas, e.g. openssl,hashlib"),
+])
+def test_an_empty_element_in_a_name_list_is_a_usage_error(pytester, args, message):
+    r = pytester.runpytest(*args)
+    assert r.ret == pytest.ExitCode.USAGE_ERROR
+    assert f"ERROR: {message}" in r.stderr.lines, r.stderr.str()
+
+
+@pytest.mark.parametrize("ini", [
+    "qcrypto_sizes = 16, 64\nqcrypto_plugins = hashlib, openssl",
+    "qcrypto_sizes = 16 64\nqcrypto_plugins = hashlib openssl",
+    "qcrypto_sizes = 16 ,64\nqcrypto_plugins = hashlib ,openssl",
+])
+def test_ini_lists_may_be_written_with_blanks(pytester, ini):
+    pytester.makeini(f"[pytest]\n{ini}\n")
+    r = pytester.runpytest("--qcrypto-digest", "sha256", *FAST)
+    r.assert_outcomes(passed=4)
+    r.stdout.fnmatch_lines(["plugin *16 *64", "hashlib *", "openssl *"])
+
+
+@pytest.mark.parametrize("ini, message", [
+    ("qcrypto_sizes = 16, , 64", "qcrypto_sizes in tox.ini: '16,,64' has an empty element"),
+    ("qcrypto_plugins = hashlib,", "qcrypto_plugins in tox.ini: 'hashlib,' has an empty element"),
+])
+def test_an_empty_element_in_an_ini_list_is_named(pytester, ini, message):
+    pytester.makeini(f"[pytest]\n{ini}\n")
+    r = pytester.runpytest("--qcrypto-digest", "sha256")
+    assert r.ret == pytest.ExitCode.USAGE_ERROR
+    r.stderr.fnmatch_lines([f"ERROR: {message}; separate * with single commas, e.g. *"])
