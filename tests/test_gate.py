@@ -305,7 +305,12 @@ def junit(pytester):
     for case in ET.parse(pytester.path / "junit.xml").getroot().iter("testcase"):
         failure = case.find("failure")
         props = {p.get("name"): p.get("value") for p in case.findall("properties/property")}
-        message = failure.get("message").removeprefix("Failed: ") if failure is not None else None
+        message = None
+        if failure is not None:
+            message = failure.get("message")
+            if "; full report in element text]" in message:  # pytest >= 9.2 cuts it at 500
+                message = failure.text.strip()
+            message = message.removeprefix("Failed: ")
         out[case.get("name")] = (message, props)
     return out
 
