@@ -403,7 +403,8 @@ class QcryptoRun:
                    if sizes is not None else self.settings.sizes)
         settings.check_sizes(algorithms, sizes_t)
         decrypt = bool(kwargs.pop("decrypt", False))
-        kwargs.pop("floor", None)  # read by the regression gate, not here
+        if "floor" in kwargs:  # applied by the regression gate; checked here, while collecting
+            gate.marker_floors(kwargs.pop("floor"), "floor")
         if kwargs:
             raise SettingsError(f"unknown marker arguments: {', '.join(kwargs)}")
         return [Case(a.name, s.typed, size, decrypt and a.kind != catalog.DIGEST)

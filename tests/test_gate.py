@@ -520,6 +520,21 @@ def test_bad_floor(qcrypto):
         "@pytest.mark.qcrypto(floor=...): 'a lot' is not a number of KiB/s"
     assert cases["test_fast_enough"][0] is None
     assert cases["test_fast_enough"][1]["qcrypto_floor_kib_per_s"] == "100.00"
+    assert "During handling of the above exception" not in r.stdout.str()
+
+
+def test_a_bad_floor_on_marker_cases_is_a_collection_error(fake):
+    fake.makepyfile(test_own='''
+import pytest
+
+@pytest.mark.qcrypto("sha256", plugins=["fake"], sizes=[16], floor="fast")
+def test_marker_cases(qcrypto_case, qcrypto_context):
+    qcrypto_context.measure(qcrypto_case.size)
+''')
+    r = fake.runpytest()
+    assert r.ret == pytest.ExitCode.INTERRUPTED
+    r.stdout.fnmatch_lines(["@pytest.mark.qcrypto: floor: 'fast' is not a number of KiB/s"])
+    assert "Traceback" not in r.stdout.str()
 
 
 def test_missing_baseline_cell_fails_the_item(fake):
