@@ -113,7 +113,11 @@ def main(argv: Sequence[str] | None = None) -> int:
     except SystemExit as exc:  # -h
         return exc.code if isinstance(exc.code, int) else 0
     if ns.command == "speed":
-        return int(pytest.main(pytest_args))
+        hint, settings.LIST_HINT = settings.LIST_HINT, "(see qcrypto list)"
+        try:
+            return int(pytest.main(pytest_args))
+        finally:
+            settings.LIST_HINT = hint
     if ns.command == "list":
         return int(pytest.main(["--qcrypto-list", "-p", "no:cacheprovider"]))
     return report(ns.files, ns.qcrypto_unit, ns.qcrypto_format, ns.qcrypto_plot,

@@ -356,8 +356,7 @@ class QcryptoRun:
                     "--qcrypto-plugin")
         else:
             hint = f"No plugin here supports a {kind}"
-        return (f"{where}nothing to measure: {'; '.join(why)}. {hint} "
-                "(see pytest --qcrypto-list or qcrypto list)")
+        return f"{where}nothing to measure: {'; '.join(why)}. {hint} {settings.LIST_HINT}"
 
     def _check_ini_bools(self) -> None:
         """A true/false ini key with another value: its name, file and the accepted words."""

@@ -17,6 +17,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from functools import cached_property
 
+from pytest_qcrypto import settings
 from pytest_qcrypto.backends import CryptoPlugin, Unavailable
 
 
@@ -89,7 +90,7 @@ class Registry:
             hint = f"; did you mean {', '.join(map(repr, names))}?" if names else "."
             raise RegistryError(
                 f"unknown crypto plugin {typed!r}{hint} Valid plugins: {', '.join(self.names)} "
-                "(see pytest --qcrypto-list or qcrypto list)")
+                f"{settings.LIST_HINT}")
         if sep and not variant:
             raise RegistryError(f"plugin name {typed!r} ends in ':' without a driver name")
         return Selection(typed.strip(), plugin, variant or None)

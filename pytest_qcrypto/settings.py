@@ -34,6 +34,11 @@ FALSE_WORDS = ("false", "no", "off", "0", "n", "f")
 _WHOLE = re.compile(r"[+-]?[0-9]+")
 
 
+#: Where a message sends the reader for the valid names; the ``qcrypto`` command
+#: sets ``"(see qcrypto list)"`` while it runs pytest (:func:`pytest_qcrypto.cli.main`).
+LIST_HINT = "(see pytest --qcrypto-list or qcrypto list)"
+
+
 class SettingsError(ValueError):
     """A bad option value; ``str()`` is the one-line message for the user."""
 
@@ -176,7 +181,7 @@ def parse_algorithms(values: Iterable[str] | None, kinds: tuple[str, ...],
                 hint = f"; did you mean {', '.join(close)}?" if close else "."
             valid = ", ".join(n for k in kinds for n in catalog.names(k))
             raise SettingsError(f"{option}: unknown {word} {name!r}{hint} "
-                                f"Valid {word}s: {valid}, or {ALL} (see pytest --qcrypto-list or qcrypto list)")
+                                f"Valid {word}s: {valid}, or {ALL} {LIST_HINT}")
         if alg not in found:
             found.append(alg)
     return found

@@ -1,5 +1,7 @@
 """Bad command lines: a usage error (exit 4) with a message that names the valid choices."""
 
+import sys
+
 import pytest
 
 from conftest import FAST
@@ -318,6 +320,20 @@ def test_qcrypto_command_says_see_qcrypto_list_once(pytester, capsys):
     assert ("ERROR: --qcrypto-digest: unknown digest 'sha265'; did you mean sha256, sha3-256, "
             f"sha512? Valid digests: {valid}, or all (see pytest --qcrypto-list or qcrypto list)"
             ) in r.stderr.lines
+
+
+def test_qcrypto_command_plugin_errors_say_see_qcrypto_list_once(pytester):
+    r = pytester.run(sys.executable, "-m", "pytest_qcrypto.cli", "speed", "-D", "sha256",
+                     "-P", "nope")
+    assert r.ret == pytest.ExitCode.USAGE_ERROR
+    r.stderr.fnmatch_lines(["ERROR: unknown crypto plugin 'nope'; * Valid plugins: openssl, "
+                            "* (see qcrypto list)"])
+    r = pytester.run(sys.executable, "-m", "pytest_qcrypto.cli", "speed", "-C", "all",
+                     "-P", "hashlib")
+    assert r.ret == pytest.ExitCode.USAGE_ERROR
+    r.stderr.fnmatch_lines(["ERROR: --qcrypto-cipher all: nothing to measure: hashlib supports "
+                            "no cipher or AEAD. * (see qcrypto list)"])
+    assert "pytest --qcrypto-list" not in r.stderr.str()
 
 
 # -- empty elements in name lists; ini lists written with blanks --------------------------------
