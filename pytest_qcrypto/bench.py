@@ -24,6 +24,7 @@ from pytest_qcrypto.backends import Context, Unsupported, Workload
 from pytest_qcrypto.catalog import Algorithm
 from pytest_qcrypto.harness import Measurement
 from pytest_qcrypto.registry import Selection
+from pytest_qcrypto.settings import MAX_SIZE
 
 #: AEAD operations cycle through this many distinct random nonces (one per operation).
 NONCE_POOL = 1024
@@ -79,6 +80,8 @@ def argument_problem(size: object, min_time: object, rounds: object) -> str | No
 
     if not whole(size) or size < 1:  # type: ignore[operator]
         return f"size must be a whole number of bytes from 1, not {size!r}"
+    if size > MAX_SIZE:  # type: ignore[operator]
+        return f"size {size} bytes is over the limit of {MAX_SIZE} (256 MiB)"
     if isinstance(min_time, bool) or not isinstance(min_time, (int, float)) \
             or not 0 < min_time < float("inf"):
         return f"min_time must be a positive number of seconds, not {min_time!r}"
@@ -105,6 +108,8 @@ class BenchContext:
         #: set when a measurement timed out in this process: the plugin was interrupted
         #: mid-call (or is stuck), so the context is never used again, only closed
         self.abandoned = False
+        #: set by :meth:`close`: a closed context is never measured
+        self.closed = False
 
     def check(self) -> None:
         """Run the known-answer vectors of this algorithm on this plugin (once).
@@ -164,6 +169,9 @@ class BenchContext:
         if self.abandoned:
             raise RuntimeError(f"{self.selection.typed} {self.algorithm.name}: this context was "
                                "abandoned after a timeout; open a new one")
+        if self.closed:
+            raise RuntimeError(f"{self.selection.typed} {self.algorithm.name}: this context is "
+                               "closed; open a new one")
         problem = argument_problem(size, min_time, rounds)
         if problem:
             raise ValueError(problem)
@@ -199,6 +207,9 @@ class BenchContext:
 
     def close(self) -> None:
         """Close the context; one abandoned after a timeout gets a short deadline, errors ignored."""
+        if self.closed:
+            return
+        self.closed = True
         if not self.abandoned:
             self.context.close()
             return

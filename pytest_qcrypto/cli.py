@@ -233,6 +233,8 @@ def report(files: Sequence[str], unit: str | None = None, fmt: str | None = None
     problems = render.write_files(tables, output, text=lines)
     for problem in problems:
         sys.stderr.write(f"ERROR: {problem}\n")
+    if output.plot and not any(p.startswith(render.PLOT_PROBLEM) for p in problems):
+        sys.stderr.write(f"qcrypto: plot written to {output.plot}\n")  # stdout: tables only
     return 1 if problems else 0
 
 

@@ -115,6 +115,8 @@ class MeasuredContext:
         who = f"{self.plugin} {self.algorithm}"
         if self.bench.abandoned:
             fail(f"{who} at {size} bytes: not measured, the context was abandoned after a timeout")
+        if self.bench.closed:
+            fail(f"{who} at {size} bytes: not measured, the context is closed")
         try:
             return self.bench.measure(size, decrypt=decrypt, **dataclasses.asdict(options))
         except limits.MeasurementTimeout as exc:

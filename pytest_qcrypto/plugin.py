@@ -478,7 +478,7 @@ class QcryptoRun:
         self.gate.finish(session, exitstatus)  # --qcrypto-save
 
     def pytest_terminal_summary(self, terminalreporter: Any) -> None:
-        gate_lines = list(self.gate.summary_lines())
+        gate_lines = self._unused_decrypt() + list(self.gate.summary_lines())
         output = self.output
         if not self.cells and output.plot:  # as --qcrypto-save: no empty file
             gate_lines.append(f"qcrypto: nothing was measured: {output.plot} not written")
@@ -503,6 +503,14 @@ class QcryptoRun:
             terminalreporter.write_line(line)
         for line in ([""] if self.cells and gate_lines else []) + gate_lines:
             terminalreporter.write_line(line)
+
+    def _unused_decrypt(self) -> list[str]:
+        """A note when ``--qcrypto-decrypt`` met only digests, which have no decrypt direction."""
+        if not (self.requested and self.settings.decrypt) or any(
+                a.kind != catalog.DIGEST for a in self.settings.algorithms):
+            return []
+        return ["qcrypto: --qcrypto-decrypt had no effect: digests have no decrypt direction "
+                "(it times ciphers and AEADs decrypting)"]
 
     # -- fixtures ----------------------------------------------------------------
 

@@ -339,3 +339,30 @@ def test_report_verbose_shows_each_cells_operations_and_seconds(tmp_path, capsys
         "Benchmark results for 'sha256' digest (KiB/s):",
         "plugin           16       64",
     ]
+
+
+def test_report_says_where_the_plot_went_on_stderr(tmp_path, capsys):
+    from pytest_qcrypto import results
+    from pytest_qcrypto.results import Result, ResultsFile
+
+    results.save(tmp_path / "a.json", ResultsFile([
+        Result("sha256", "openssl", 16, "digest", 16 * 1000 / 0.1, 1000, (0.1,))]))
+    where = tmp_path / "r.svg"
+    assert cli.main(["report", str(tmp_path / "a.json"), f"--qcrypto-plot={where}"]) == 0
+    out, err = capsys.readouterr()
+    assert err == f"qcrypto: plot written to {where}\n"
+    assert "plot" not in out and where.read_text().startswith("<?xml")
+
+
+def test_decrypt_with_only_digests_says_it_had_no_effect(pytester):
+    r = pytester.runpytest("--qcrypto-digest", "sha256", "--qcrypto-plugin", "hashlib",
+                           "--qcrypto-size", "16", "--qcrypto-decrypt", *FAST)
+    r.assert_outcomes(passed=1)
+    assert ("qcrypto: --qcrypto-decrypt had no effect: digests have no decrypt direction (it "
+            "times ciphers and AEADs decrypting)") in r.outlines
+    r = pytester.runpytest("--qcrypto-digest", "sha256", "--qcrypto-cipher", "aes-128-cbc",
+                           "--qcrypto-plugin", "openssl", "--qcrypto-size", "16",
+                           "--qcrypto-decrypt", *FAST)
+    r.assert_outcomes(passed=2)
+    assert "had no effect" not in r.stdout.str()
+

@@ -16,6 +16,14 @@ import pytest
 def test_bad(qcrypto, kwargs):
     qcrypto.open("sha256", "hashlib").measure(**kwargs)
 
+def test_over_the_limit(qcrypto):
+    qcrypto.open("sha256", "hashlib").measure(10**12)
+
+def test_closed(qcrypto):
+    c = qcrypto.open("sha256", "hashlib")
+    c.bench.close()
+    c.measure(16, min_time=0.001, rounds=1)
+
 def test_unsuited_size_is_skipped(qcrypto):
     qcrypto.open("aes-128-cbc", "openssl").measure(17, min_time=0.001, rounds=1)
 '''
@@ -24,7 +32,7 @@ def test_unsuited_size_is_skipped(qcrypto):
 def test_a_size_that_is_no_size_fails_and_one_the_algorithm_cannot_take_skips(pytester):
     pytester.makepyfile(BAD_CALLS)
     r = pytester.runpytest("-rfs")
-    r.assert_outcomes(failed=9, skipped=1)
+    r.assert_outcomes(failed=11, skipped=1)
     lines = r.outlines
     for failure in [
         "hashlib sha256: measure(): size must be a whole number of bytes from 1, not -5",
@@ -32,6 +40,9 @@ def test_a_size_that_is_no_size_fails_and_one_the_algorithm_cannot_take_skips(py
         "hashlib sha256: measure(): size must be a whole number of bytes from 1, not True",
         "hashlib sha256: measure(): min_time must be a positive number of seconds, not nan",
         "hashlib sha256: measure(): rounds must be a whole number from 1, not 2.5",
+        "hashlib sha256: measure(): size 1000000000000 bytes is over the limit of 268435456 "
+        "(256 MiB)",
+        "hashlib sha256 at 16 bytes: not measured, the context is closed",
     ]:
         assert failure in lines
     r.stdout.fnmatch_lines(["SKIPPED * openssl aes-128-cbc: aes-128-cbc is a 128-bit block "
