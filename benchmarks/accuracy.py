@@ -3,7 +3,7 @@
 
 Run from the repository (the package installed, e.g. ``pip install -e .``)::
 
-    python benchmarks/accuracy.py                     # about 2 minutes; writes qcrypto-accuracy.json
+    python benchmarks/accuracy.py                     # about 2.5 minutes; writes qcrypto-accuracy.json
     python benchmarks/accuracy.py --json out.json     # elsewhere
     python benchmarks/accuracy.py --quick             # a smoke run: fewer repeats, exit 0, no JSON
 
