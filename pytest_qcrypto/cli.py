@@ -220,6 +220,10 @@ def report(files: Sequence[str], unit: str | None = None, fmt: str | None = None
 
             plotting.check_writable(plot)
         loaded = [results.load(Path(f)) for f in files]
+        for f, doc in zip(files, loaded):
+            if not doc.results:
+                raise SettingsError(f"qcrypto report: {f}: no results (the run that wrote it "
+                                    "measured nothing); leave it out or save a run that did")
     except (SettingsError, results.ResultsError) as exc:
         sys.stderr.write(f"ERROR: {exc}\n")
         return USAGE_ERROR

@@ -366,3 +366,15 @@ def test_decrypt_with_only_digests_says_it_had_no_effect(pytester):
     r.assert_outcomes(passed=2)
     assert "had no effect" not in r.stdout.str()
 
+
+def test_report_of_a_file_without_results_is_a_usage_error(tmp_path, capsys):
+    from pytest_qcrypto import results
+    from pytest_qcrypto.results import ResultsFile
+
+    results.save(tmp_path / "none.json", ResultsFile([]))
+    assert cli.main(["report", str(tmp_path / "none.json")]) == 4
+    out, err = capsys.readouterr()
+    assert out == ""
+    assert err == (f"ERROR: qcrypto report: {tmp_path / 'none.json'}: no results (the run that "
+                   "wrote it measured nothing); leave it out or save a run that did\n")
+
