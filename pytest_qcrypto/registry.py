@@ -25,6 +25,18 @@ class RegistryError(ValueError):
     """A typed name that matches no plugin, or a plugin that declares nonsense."""
 
 
+#: Kernel crypto names (``crypto_alg.cra_driver_name``) are shorter than this many bytes
+#: (``CRYPTO_MAX_ALG_NAME``, include/linux/crypto.h).
+MAX_DRIVER_NAME = 128
+
+
+def _shorten(typed: str, keep: int = 60) -> str:
+    """``typed`` quoted for a message, cut to ``keep`` characters with the full length said."""
+    if len(typed) <= keep:
+        return repr(typed)
+    return f"{typed[:keep]!r}... ({len(typed)} characters)"
+
+
 @dataclass(frozen=True)
 class Selection:
     """A plugin as the user chose it: ``typed`` as written, the plugin, the pinned variant."""
@@ -84,15 +96,20 @@ class Registry:
         """The :class:`Selection` for a typed name; :class:`RegistryError` with suggestions."""
         base, sep, variant = typed.strip().partition(":")
         plugin = self._by_name.get(base.lower())
+        shown = _shorten(typed)
         if plugin is None:
             close = difflib.get_close_matches(base.lower(), list(self._by_name), n=6, cutoff=0.5)
             names = list(dict.fromkeys(self._by_name[c].name for c in close))[:3]  # aliases: once
             hint = f"; did you mean {', '.join(map(repr, names))}?" if names else "."
             raise RegistryError(
-                f"unknown crypto plugin {typed!r}{hint} Valid plugins: {', '.join(self.names)} "
+                f"unknown crypto plugin {shown}{hint} Valid plugins: {', '.join(self.names)} "
                 f"{settings.LIST_HINT}")
         if sep and not variant:
-            raise RegistryError(f"plugin name {typed!r} ends in ':' without a driver name")
+            raise RegistryError(f"plugin name {shown} ends in ':' without a driver name")
+        if len(variant.encode()) >= MAX_DRIVER_NAME:
+            raise RegistryError(f"plugin name {shown}: the driver name is "
+                                f"{len(variant.encode())} bytes; kernel crypto driver names are "
+                                f"under {MAX_DRIVER_NAME} (CRYPTO_MAX_ALG_NAME)")
         return Selection(typed.strip(), plugin, variant or None)
 
     def unavailable(self, plugin: CryptoPlugin) -> str | None:

@@ -376,3 +376,16 @@ def test_an_empty_element_in_an_ini_list_is_named(pytester, ini, message):
     r = pytester.runpytest("--qcrypto-digest", "sha256")
     assert r.ret == pytest.ExitCode.USAGE_ERROR
     r.stderr.fnmatch_lines([f"ERROR: {message}; separate * with single commas, e.g. *"])
+
+
+def test_overlong_plugin_names_are_cut_in_messages_and_driver_names_are_capped(pytester):
+    r = pytester.runpytest(*DIGEST, "--qcrypto-plugin", "afalg:" + "x" * 3000)
+    assert r.ret == pytest.ExitCode.USAGE_ERROR
+    assert r.stderr.lines[0] == (
+        f"ERROR: plugin name {'afalg:' + 'x' * 54!r}... (3006 characters): the driver name is "
+        "3000 bytes; kernel crypto driver names are under 128 (CRYPTO_MAX_ALG_NAME)")
+    r = pytester.runpytest(*DIGEST, "--qcrypto-plugin", "y" * 5000)
+    assert r.ret == pytest.ExitCode.USAGE_ERROR
+    assert r.stderr.lines[0].startswith(f"ERROR: unknown crypto plugin {'y' * 60!r}... (5000 "
+                                        "characters). Valid plugins: openssl")
+    assert len(r.stderr.lines[0]) < 300
