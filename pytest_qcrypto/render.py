@@ -179,6 +179,12 @@ def notes(table: Table) -> list[str]:
         for driver, hw in sorted(drivers, key=str):
             kind = "hardware" if hw else "software" if hw is False else "hardware: unknown"
             out.append(f"  {p}: driver {driver} ({kind})")
+    for p in table.plugins:
+        jobs = sorted({c.measurement.extra.get("jobs", 1) for (q, _), c in table.cells.items()
+                       if q == p and c.measurement is not None} - {1}, key=str)
+        for n in jobs:
+            out.append(f"  {p}: the summed throughput of {n} processes at once "
+                       f"(--qcrypto-jobs {n})")
     return out
 
 

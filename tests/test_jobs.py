@@ -238,6 +238,9 @@ def test_without_verbose_no_worker_lines(pytester):
     r = pytester.runpytest("--qcrypto-digest", "sha256", "--qcrypto-plugin", "hashlib",
                            "--qcrypto-size", "64", "--qcrypto-jobs", "2", *FAST)
     r.assert_outcomes(passed=1)
+    # the table says its figures are sums, as qcrypto report's 'x2 jobs' rows do
+    r.stdout.fnmatch_lines(["hashlib *", "  hashlib: the summed throughput of 2 processes at "
+                            "once (--qcrypto-jobs 2)"])
     assert "worker 1:" not in r.stdout.str()
 
 
