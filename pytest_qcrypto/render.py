@@ -171,7 +171,9 @@ def notes(table: Table) -> list[str]:
             sizes = [str(x) for x in table.sizes
                      if _status_reason(table.cells.get((p, x)), table) == (status, reason)]
             where = "all sizes" if len(sizes) == len(table.sizes) else f"size {', '.join(sizes)}"
-            out.append(f"  {MARKERS[status]} {p} ({where}) {status}: {reason}")
+            # a cell no test measured (or a file lacks) was not skipped: say only why it is empty
+            said = f" {status}" if cell is not None else ""
+            out.append(f"  {MARKERS[status]} {p} ({where}){said}: {reason}")
     for p in table.plugins:
         drivers = {(c.measurement.driver, c.measurement.hardware)
                    for (q, _), c in table.cells.items()

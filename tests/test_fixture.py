@@ -61,3 +61,19 @@ def test_a_size_that_is_no_size_fails_and_one_the_algorithm_cannot_take_skips(py
 ])
 def test_argument_problem(size, min_time, rounds, problem):
     assert bench.argument_problem(size, min_time, rounds) == problem
+
+
+def test_a_cell_no_test_measured_is_not_called_skipped(pytester):
+    pytester.makepyfile('''
+def test_small(qcrypto):
+    qcrypto.open("sha256", "hashlib").measure(16, min_time=0.001, rounds=1)
+
+def test_large(qcrypto):
+    qcrypto.open("sha256", "openssl").measure(64, min_time=0.001, rounds=1)
+''')
+    r = pytester.runpytest()
+    r.assert_outcomes(passed=2)
+    r.stdout.fnmatch_lines(["plugin *16 *64", "hashlib * -", "openssl * - *",
+                            "  - hashlib (size 64): not measured in this run",
+                            "  - openssl (size 16): not measured in this run"])
+

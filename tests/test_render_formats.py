@@ -275,8 +275,8 @@ def test_joined_tables_have_a_row_per_machine_and_plugin():
         "a/openssl          -  16000.00",
         "a/hashlib          -   8000.00",
         "b/openssl    1000.00  32000.00",
-        "  - a/openssl (size 16) skipped: not in this results file",
-        "  - a/hashlib (size 16) skipped: not in this results file",
+        "  - a/openssl (size 16): not in this results file",
+        "  - a/hashlib (size 16): not in this results file",
     ]
     assert legend == [
         "machines:",
@@ -321,8 +321,8 @@ def test_jobs_get_a_row_of_their_own_and_settings_differences_are_named():
         "x/run.json/openssl   15.62      -",  # 1000 x 16 B in 1 s
         "y/run.json/openssl   15.62  62.50",
         "j2/openssl x2 jobs   31.25      -",
-        "  - x/run.json/openssl (size 64) skipped: not in this results file",
-        "  - j2/openssl x2 jobs (size 64) skipped: not in this results file",
+        "  - x/run.json/openssl (size 64): not in this results file",
+        "  - j2/openssl x2 jobs (size 64): not in this results file",
     ]
     assert legend[-2:] == ["differences:", "  min_time_s: x/run.json=0.1, y/run.json=0.5, j2=0.1"]
     assert [line.split(",")[2:4] for line in csv_lines(tables)[1:]] == [
