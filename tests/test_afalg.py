@@ -251,6 +251,12 @@ class FakeOp:
             try:
                 out = aad + gcm.decrypt(self.iv, body, aad or None)
             except InvalidTag:
+                # algif_aead decrypts into the caller's pages before the tag is checked:
+                # the AAD and the unauthenticated plaintext are there when EBADMSG comes.
+                ctr = Cipher(algorithms.AES(self.tfm.key),
+                             modes.CTR(self.iv + (2).to_bytes(4, "big"))).encryptor()
+                leaked = aad + ctr.update(body[:-tag])
+                view[:len(leaked)] = leaked
                 raise OSError(errno.EBADMSG, os.strerror(errno.EBADMSG)) from None
         self.queue.clear()
         view[:len(out)] = out
@@ -586,6 +592,65 @@ def test_aead_runner_uses_each_nonce_and_decrypt_runner_verifies(plugin):
     bad = sealed[:-1] + bytes([sealed[-1] ^ 1])
     with pytest.raises(AuthenticationError):
         ctx.runner(Workload(data, nonces=nonces, decrypt=True, ciphertext=bad))(1)
+    ctx.close()
+
+
+class _Kept(bytearray):
+    """Every bytearray the afalg module makes, kept so a test can read it afterwards."""
+
+    made: list[bytearray] = []
+
+    def __init__(self, *args: object) -> None:
+        super().__init__(*args)
+        _Kept.made.append(self)
+
+
+@pytest.fixture
+def kept_buffers(monkeypatch):
+    """The result buffers afalg allocates (its module-level ``bytearray`` is shadowed)."""
+    _Kept.made = []
+    monkeypatch.setattr(afalg, "bytearray", _Kept, raising=False)
+    return _Kept.made
+
+
+def test_the_double_really_leaves_plaintext_behind(kernel):
+    """The hazard the wipe guards against, shown on the double with the bare socket calls."""
+    key, nonce, aad, data = bytes(16), bytes(12), b"header", b"A" * 32
+    bad = bytearray(AESGCM(key).encrypt(nonce, data, aad))
+    bad[-1] ^= 1
+    tfm = kernel.socket()
+    tfm.bind(("aead", "gcm(aes)"))
+    tfm.setsockopt(SOL_ALG, ALG_SET_KEY, key)
+    op, _ = tfm.accept()
+    op.sendmsg_afalg([aad + bytes(bad)], op=ALG_OP_DECRYPT, iv=nonce, assoclen=len(aad),
+                     flags=MSG_DONTWAIT)
+    out = bytearray(len(aad) + len(data))
+    with pytest.raises(OSError) as info:
+        op.recv_into(out)
+    assert info.value.errno == errno.EBADMSG
+    assert out == aad + data
+
+
+def test_failed_decrypt_wipes_every_buffer_that_received_plaintext(plugin, kept_buffers):
+    a = alg("aes-128-gcm")
+    key, nonce, aad, data = bytes(range(16)), os.urandom(12), b"header", b"secret plaintext" * 8
+    ctx = plugin.open(a, key)
+    bad = bytearray(ctx.encrypt(nonce, data, aad))
+    bad[-1] ^= 1
+    kept_buffers.clear()
+    with pytest.raises(AuthenticationError, match=r"\[EBADMSG\]"):
+        ctx.decrypt(nonce, bytes(bad), aad)
+    assert [len(b) for b in kept_buffers] == [len(aad) + len(data)]  # AAD || plaintext
+    assert kept_buffers[0] == bytes(len(aad) + len(data))
+
+    bad = bytearray(ctx.encrypt(nonce, data))  # the timed loop sends no AAD
+    bad[-1] ^= 1
+    kept_buffers.clear()
+    run = ctx.runner(Workload(data, nonces=(nonce,), decrypt=True, ciphertext=bytes(bad)))
+    assert [len(b) for b in kept_buffers] == [len(data)]  # its reused output buffer
+    with pytest.raises(AuthenticationError, match=r"\[EBADMSG\]"):
+        run(1)
+    assert kept_buffers[0] == bytes(len(data))
     ctx.close()
 
 

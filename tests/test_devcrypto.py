@@ -9,8 +9,12 @@ caller's memory through the pointers in the structs as the kernel does, and
 reproduces what was seen on a real cryptodev-linux 1.14 module (section 7):
 EINVAL for unknown ids and bad key lengths, EBADMSG with unauthenticated
 plaintext left in the output, and a simulated kernel oops for the two misuses
-that crash the real one.  The plugin reaches it through the one seam it has
-(the device object); the code above that seam is what runs on /dev/crypto.
+that crash the real one.  Given the caller's buffers (``memory``), it also
+checks each AEAD request's pointers against them as the kernel pins or copies
+them (cryptodev-linux ``authenc.c`` ``cryptodev_get_dst_len``, FreeBSD
+``cryptodev_aead``), with EFAULT for a range that runs past its buffer.  The
+plugin reaches it through the one seam it has (the device object); the code
+above that seam is what runs on /dev/crypto.
 """
 
 from __future__ import annotations
@@ -180,7 +184,10 @@ class CryptodevDouble:
     1.14, else FreeBSD 13+ cryptodev(4).  Configure: ``present``, ``rejected`` (id ->
     errno at session creation), ``max_len`` (a driver's request cap, EINVAL above),
     ``kernel_driver_only`` (SIOP_FLAG_KERNEL_DRIVER_ONLY), FreeBSD ``drivers`` (crid ->
-    name) and ``allow_soft``."""
+    name) and ``allow_soft``.  ``memory``: the caller's buffers, each with ``address``
+    and ``room`` (bytes); when set, an AEAD request's pointer range outside all of them
+    is EFAULT, and ``pins`` records ("dst", bytes the kernel takes, room from there
+    to the end of its buffer) for each destination."""
 
     def __init__(self, linux: bool = True) -> None:
         self.linux = linux
@@ -193,6 +200,8 @@ class CryptodevDouble:
         self.sessions: dict[int, dict[str, Any]] = {}
         self.open_fds: set[int] = set()
         self.calls: list[int] = []
+        self.memory: list[Any] | None = None
+        self.pins: list[tuple[str, int, int]] = []
         self._next = 0x51D0
 
     def open(self, path: str) -> DoubleDevice:
@@ -207,6 +216,22 @@ class CryptodevDouble:
     @staticmethod
     def fail(code: int) -> OSError:
         return OSError(code, os.strerror(code))
+
+    def user(self, what: str, address: int, length: int) -> int:
+        """Check that ``length`` bytes at ``address`` lie in one of the caller's buffers
+        (EFAULT otherwise, as at a page edge); the room from ``address`` to its end."""
+        if self.memory is None or length == 0:
+            return length
+        for buf in self.memory:
+            if buf.address <= address < buf.address + buf.room:
+                room = buf.address + buf.room - address
+                if length <= room:
+                    return room
+                break
+        raise OSError(errno.EFAULT, f"{os.strerror(errno.EFAULT)}: {what} takes {length} bytes")
+
+    def pin_dst(self, address: int, length: int) -> None:
+        self.pins.append(("dst", length, self.user("dst", address, length)))
 
     def handle(self, request: int, raw: bytearray) -> None:
         names = LINUX_NR if self.linux else FREEBSD_NR
@@ -320,6 +345,11 @@ class CryptodevDouble:
         if tag_len > 16 or (s["tag_len"] not in (None, tag_len)) or flags or auth_len > 4096:
             raise self.fail(errno.EINVAL)
         s["tag_len"] = tag_len
+        self.user("src", src, length)
+        self.user("auth_src", auth_src, auth_len)
+        self.user("iv", iv, 12)
+        # cryptodev_get_dst_len: len (ciphertext || tag) to decrypt, len + tag_len to encrypt
+        self.pin_dst(dst, length if op == 1 else length + tag_len)
         key, nonce, aad = s["key"], _peek(iv, 12), _peek(auth_src, auth_len)
         data = _peek(src, length)
         counter = nonce + (2).to_bytes(4, "big")  # GCM: the payload starts at counter 2
@@ -347,6 +377,10 @@ class CryptodevDouble:
             raise self.fail(errno.EINVAL)
         if length > abi.FREEBSD_MAX_REQUEST or aadlen > abi.FREEBSD_MAX_REQUEST:
             raise self.fail(errno.E2BIG)
+        for what, address, size in (("src", src, length), ("aad", aad, aadlen),
+                                    ("iv", iv, ivlen), ("tag", tag, 16)):
+            self.user(what, address, size)
+        self.pin_dst(dst, length)  # copyout of the payload; the tag has its own pointer
         box = spec.make(s["key"])
         nonce, data, aad_bytes = _peek(iv, ivlen), _peek(src, length), _peek(aad, aadlen)
         if op == 1:
@@ -690,14 +724,105 @@ def test_failed_decrypt_wipes_the_unauthenticated_plaintext(double, plugin, kept
     kept_buffers.clear()
     with pytest.raises(AuthenticationError, match=r"\[EBADMSG\]"):
         ctx.decrypt(nonce, bytes(bad))
-    outputs = [b for b in kept_buffers if b.size == len(data)]
-    assert outputs and all(b.read() == bytes(len(data)) for b in outputs)
+    outputs = [b for b in kept_buffers if b.size >= len(data) and b.read() != bad]  # not src
+    assert len(outputs) == 1 and not any(outputs[0].read())
     kept_buffers.clear()
     with pytest.raises(AuthenticationError):
         ctx.runner(Workload(data, nonces=(nonce,), decrypt=True, ciphertext=bytes(bad)))(1)
-    outputs = [b for b in kept_buffers if b.size == len(data)]
-    assert outputs and all(b.read() == bytes(len(data)) for b in outputs)
+    outputs = [b for b in kept_buffers if b.size >= len(data) and b.read() != bad]
+    assert len(outputs) == 1 and not any(outputs[0].read())
     ctx.close()
+
+
+@dataclasses.dataclass
+class Region:
+    """One buffer of the caller's memory, as the double sees it: ``room`` bytes at ``address``."""
+
+    address: int
+    room: int
+    owner: Any  # keeps the memory alive (and its address unique) for the whole test
+
+
+@pytest.fixture
+def mapped(monkeypatch):
+    """``mapped(double)``: the plugin's buffers become the double's ``memory``, so it checks
+    every AEAD pointer range against the buffer it points into."""
+    def track(double: CryptodevDouble) -> CryptodevDouble:
+        memory: list[Any] = []
+        double.memory = memory
+
+        class Tracked(devcrypto._Buffer):
+            def __init__(self, *args: Any) -> None:
+                super().__init__(*args)
+                memory.append(Region(ctypes.addressof(self.array),
+                                     ctypes.sizeof(self.array), self))
+
+        monkeypatch.setattr(devcrypto, "_Buffer", Tracked)
+        return double
+    return track
+
+
+#: (bytes the kernel takes at dst, room the plugin gives it) for a 1000-byte message:
+#: cryptodev-linux pins len (ciphertext || tag) to decrypt and len + tag_len to encrypt;
+#: FreeBSD copies out len (the payload) and reads or writes the tag through its own pointer,
+#: which the plugin places right after the ciphertext in dst when encrypting.
+PINNED = {(True, False): (1016, 1016), (True, True): (1016, 1016),
+          (False, False): (1000, 1016), (False, True): (1000, 1000)}
+
+
+@pytest.mark.parametrize("decrypt", (False, True), ids=("encrypt", "decrypt"))
+@pytest.mark.parametrize("linux", (True, False), ids=("cryptodev-linux", "freebsd"))
+def test_aead_destination_holds_all_the_kernel_pins(mapped, linux, decrypt):
+    double = mapped(CryptodevDouble(linux=linux))
+    a = alg("aes-128-gcm")
+    key, nonce, aad, data = bytes(range(16)), os.urandom(12), b"header", os.urandom(1000)
+    ctx = double.plugin().open(a, key)
+    if decrypt:
+        assert ctx.decrypt(nonce, AESGCM(key).encrypt(nonce, data, aad), aad) == data
+    else:
+        assert ctx.encrypt(nonce, data, aad) == AESGCM(key).encrypt(nonce, data, aad)
+    run = ctx.runner(Workload(data, nonces=(nonce,), decrypt=decrypt,
+                              ciphertext=AESGCM(key).encrypt(nonce, data, None)))
+    run(2)
+    assert double.pins == [("dst", *PINNED[linux, decrypt])] * 3
+    ctx.close()
+
+
+@pytest.mark.parametrize("linux", (True, False), ids=("cryptodev-linux", "freebsd"))
+def test_a_short_destination_is_refused_before_the_ioctl(linux):
+    double = CryptodevDouble(linux=linux)
+    ctx = double.plugin().open(alg("aes-128-gcm"), bytes(16))
+    calls = len(double.calls)
+    src, nonce, aad = devcrypto._Buffer(116), devcrypto._Buffer.of(bytes(12)), devcrypto._Buffer(0)
+    need = 116 if linux else 100
+    with pytest.raises(ValueError, match=f"^an AEAD decryption of 116 bytes needs a {need}-byte "
+                                         "output buffer, not 99$"):
+        ctx.session.aead_request(True, nonce, aad, src, devcrypto._Buffer(99))
+    with pytest.raises(ValueError, match="^an AEAD encryption of 116 bytes needs a 132-byte "
+                                         "output buffer, not 131$"):
+        ctx.session.aead_request(False, nonce, aad, src, devcrypto._Buffer(131))
+    assert len(double.calls) == calls
+    ctx.close()
+
+
+def test_the_double_faults_on_a_destination_shorter_than_it_pins(double, mapped):
+    """The old sizing (len - tag bytes for a cryptodev-linux decrypt) is EFAULT here."""
+    mapped(double)
+    key, nonce, data = bytes(16), bytes(12), b"A" * 32
+    sealed = AESGCM(key).encrypt(nonce, data, None)
+    dev = double.open("/dev/crypto")
+    keybuf, iv = devcrypto._Buffer.of(key), devcrypto._Buffer.of(nonce)
+    sop = abi.LinuxSessionOp(cipher=50, keylen=16, key=keybuf.address)
+    dev.ioctl(LINUX_REQUESTS["CIOCGSESSION"], sop)
+    src, short = devcrypto._Buffer.of(sealed), devcrypto._Buffer(len(data))
+    cop = abi.LinuxCryptAuthOp(ses=sop.ses, op=1, len=len(sealed), src=src.address,
+                               dst=short.address, tag_len=16, iv=iv.address)
+    with pytest.raises(OSError) as info:
+        dev.ioctl(LINUX_REQUESTS["CIOCAUTHCRYPT"], cop, False)
+    assert info.value.errno == errno.EFAULT
+    assert str(info.value) == "[Errno 14] Bad address: dst takes 48 bytes"
+    assert short.read() == bytes(32)  # refused before anything was written
+    dev.close()
 
 
 def test_the_double_really_leaves_plaintext_behind(double):

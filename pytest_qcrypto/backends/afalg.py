@@ -32,7 +32,11 @@ What one timed operation sends (sizes in bytes):
 * AEAD: one whole message per operation with its own nonce: send
   ``AAD || plaintext`` with ``assoclen``, read ``AAD || ciphertext || tag``;
   decrypt sends ``AAD || ciphertext || tag`` and a wrong tag is ``EBADMSG``
-  (raised as :class:`AuthenticationError`).  A message cannot be chunked: one
+  (raised as :class:`AuthenticationError`).  By then algif_aead has already
+  written the AAD and the unauthenticated plaintext into the receive buffer
+  (seen on Linux 6.1); every buffer that received them is zeroed before the
+  error is raised, on the one-shot path and in the timed loop, as the
+  devcrypto plugin does.  A message cannot be chunked: one
   larger than the socket buffers is made to fit with ``SO_SNDBUF`` /
   ``SO_RCVBUF`` (or the ``...FORCE`` options with ``CAP_NET_ADMIN``), and is
   skipped with the reason when that is not permitted.
@@ -449,6 +453,11 @@ def _recv_exact(op: Any, out: memoryview) -> None:
         got += n
 
 
+def wipe(buf: bytearray) -> None:
+    """Zero ``buf`` in place (same object, same length): unauthenticated plaintext out."""
+    buf[:] = bytes(len(buf))
+
+
 def rejected_tag(exc: OSError) -> AuthenticationError:
     """EBADMSG from an AEAD decryption: the tag did not verify."""
     return AuthenticationError(f"the kernel rejected the tag: {errno_text(exc)}")
@@ -661,6 +670,12 @@ class _AeadContext(_AfalgContext):
 
     def _request(self, opcode: int, iv: bytes, msg: bytes, assoclen: int,
                  out_size: int) -> bytearray:
+        """One message through the kernel; ``out_size`` bytes of results.
+
+        On any error the result buffer is zeroed first: a wrong tag
+        (``EBADMSG``, raised as :class:`AuthenticationError`) comes after the
+        kernel wrote the AAD and the unauthenticated plaintext into it.
+        """
         out = bytearray(out_size)
         self.room(len(msg), out_size)
         op = self.op
@@ -671,6 +686,7 @@ class _AeadContext(_AfalgContext):
                 raise _short(sent, len(msg))
             _recv_exact(op, memoryview(out))
         except OSError as exc:
+            wipe(out)  # a decryption that failed may have left its plaintext there
             self.reset()
             if exc.errno == errno.EBADMSG:
                 raise rejected_tag(exc) from None
@@ -712,6 +728,7 @@ class _AeadContext(_AfalgContext):
                     if recv_into(out) != n:
                         raise OSError(errno.EIO, f"AF_ALG returned less than {n} bytes")
             except OSError as exc:
+                wipe(out)  # the kernel wrote the unauthenticated plaintext before EBADMSG
                 if exc.errno == errno.EBADMSG:
                     raise rejected_tag(exc) from None
                 raise

@@ -22,7 +22,10 @@ What one timed operation is (sizes in bytes):
   written back only with ``COP_FLAG_WRITE_IV``, which is not set), zero-copy
   from one source buffer to one output buffer.
 * AEAD: one whole message with its own nonce and a 16-byte tag
-  (``CIOCAUTHCRYPT`` for GCM on Linux, ``CIOCCRYPTAEAD`` on FreeBSD).
+  (``CIOCAUTHCRYPT`` for GCM on Linux, ``CIOCCRYPTAEAD`` on FreeBSD).  The
+  output buffer holds every byte the kernel may pin or write
+  (:meth:`Session.aead_dst_size`): on cryptodev-linux that is the ciphertext
+  and tag in both directions, although a decryption writes only the plaintext.
 
 Kernel hazards this module rules out (kernel-abi.md section 7, seen on a real
 cryptodev-linux 1.14): a GCM tag length other than 4, 8 or 12..16 bytes, and
@@ -195,10 +198,27 @@ class Session:
         op.buffers = (src, dst, mac, iv)  # alive for as long as the request is
         return self.abi.requests["CIOCCRYPT"], op
 
+    def aead_dst_size(self, decrypt: bool, src_size: int) -> int:
+        """Bytes of ``dst`` an AEAD request of ``src_size`` bytes in may pin or write."""
+        raise NotImplementedError
+
     def aead_request(self, decrypt: bool, iv: _Buffer, aad: _Buffer, src: _Buffer,
                      dst: _Buffer) -> tuple[int, Any]:
         """An AEAD request: encrypt ``src`` into ``dst`` = ciphertext || tag; decrypt
-        ``src`` = ciphertext || tag into ``dst``."""
+        ``src`` = ciphertext || tag into ``dst`` (the plaintext at its start).
+
+        ``dst`` must hold :meth:`aead_dst_size` bytes, else :class:`ValueError`
+        before any ioctl (the kernel would pin memory past the buffer).
+        """
+        need = self.aead_dst_size(decrypt, src.size)
+        if dst.size < need:
+            raise ValueError(f"an AEAD {'decryption' if decrypt else 'encryption'} of "
+                             f"{src.size} bytes needs a {need}-byte output buffer, "
+                             f"not {dst.size}")
+        return self._aead_request(decrypt, iv, aad, src, dst)
+
+    def _aead_request(self, decrypt: bool, iv: _Buffer, aad: _Buffer, src: _Buffer,
+                      dst: _Buffer) -> tuple[int, Any]:
         raise NotImplementedError
 
 
@@ -222,8 +242,13 @@ class LinuxSession(Session):
         self.driver = names.cra_driver_name.decode(errors="replace") or None
         self.hardware = bool(info.flags & abi_mod.SIOP_FLAG_KERNEL_DRIVER_ONLY)
 
-    def aead_request(self, decrypt: bool, iv: _Buffer, aad: _Buffer, src: _Buffer,
-                     dst: _Buffer) -> tuple[int, Any]:
+    def aead_dst_size(self, decrypt: bool, src_size: int) -> int:
+        """``len`` to decrypt (ciphertext || tag), ``len + tag_len`` to encrypt: what
+        ``cryptodev_get_dst_len`` (authenc.c) pins, though GCM writes the plaintext only."""
+        return src_size if decrypt else src_size + self.alg.tag_size
+
+    def _aead_request(self, decrypt: bool, iv: _Buffer, aad: _Buffer, src: _Buffer,
+                      dst: _Buffer) -> tuple[int, Any]:
         tag_len = self.alg.tag_size
         check_tag_length(tag_len)
         if aad.size > abi_mod.LINUX_MAX_AAD:
@@ -275,8 +300,13 @@ class FreeBSDSession(Session):
         self.driver = name or None
         self.hardware = name.rstrip("0123456789") not in abi_mod.FREEBSD_SOFTWARE_DRIVERS
 
-    def aead_request(self, decrypt: bool, iv: _Buffer, aad: _Buffer, src: _Buffer,
-                     dst: _Buffer) -> tuple[int, Any]:
+    def aead_dst_size(self, decrypt: bool, src_size: int) -> int:
+        """The payload (``cryptodev_aead`` copies out ``len`` bytes); to encrypt, the tag
+        after it (its own pointer, aimed into ``dst``)."""
+        return src_size - self.alg.tag_size if decrypt else src_size + self.alg.tag_size
+
+    def _aead_request(self, decrypt: bool, iv: _Buffer, aad: _Buffer, src: _Buffer,
+                      dst: _Buffer) -> tuple[int, Any]:
         tag = self.alg.tag_size
         n = src.size - tag if decrypt else src.size
         op = abi_mod.FreeBSDCryptAead(
@@ -467,17 +497,19 @@ class _CipherContext(_DevcryptoContext):
 class _AeadContext(_DevcryptoContext):
     def encrypt(self, iv: bytes, data: bytes, aad: bytes = b"") -> bytes:
         s = self.live
-        src, dst = _Buffer.of(data), _Buffer(len(data) + self.algorithm.tag_size)
+        src = _Buffer.of(data)
+        dst = _Buffer(s.aead_dst_size(False, src.size))
         request, op = s.aead_request(False, _Buffer.of(iv), _Buffer.of(aad), src, dst)
         s.device.ioctl(request, op, False)
-        return dst.read()
+        return dst.read(0, len(data) + self.algorithm.tag_size)
 
     def decrypt(self, iv: bytes, data: bytes, aad: bytes = b"") -> bytes:
         s = self.live
         tag = self.algorithm.tag_size
         if len(data) < tag:
             raise AuthenticationError(f"{len(data)} bytes cannot hold a {tag}-byte tag")
-        src, dst = _Buffer.of(data), _Buffer(len(data) - tag)
+        src = _Buffer.of(data)
+        dst = _Buffer(s.aead_dst_size(True, src.size))
         request, op = s.aead_request(True, _Buffer.of(iv), _Buffer.of(aad), src, dst)
         try:
             s.device.ioctl(request, op, False)
@@ -487,19 +519,20 @@ class _AeadContext(_DevcryptoContext):
                 raise AuthenticationError(f"the driver rejected the tag: {errno_text(exc)}") \
                     from None
             raise
-        return dst.read()
+        return dst.read(0, len(data) - tag)
 
     def runner(self, work: Workload) -> Runner:
         s = self.live
-        tag = self.algorithm.tag_size
         aad = _Buffer(0)
         if work.decrypt:
-            src, dst = _Buffer.of(work.ciphertext), _Buffer(len(work.ciphertext) - tag)
+            src = _Buffer.of(work.ciphertext)
+            dst = _Buffer(s.aead_dst_size(True, src.size))
             nonce = _Buffer.of(work.nonces[0])
             requests = [s.aead_request(True, nonce, aad, src, dst)]
             keep: tuple[Any, ...] = (src, dst, nonce, aad)
         else:
-            src, dst = _Buffer.of(work.data), _Buffer(len(work.data) + tag)
+            src = _Buffer.of(work.data)
+            dst = _Buffer(s.aead_dst_size(False, src.size))
             nonces = [_Buffer.of(n) for n in work.nonces]
             requests = [s.aead_request(False, n, aad, src, dst) for n in nonces]
             keep = (src, dst, nonces, aad)

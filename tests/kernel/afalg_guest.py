@@ -9,18 +9,24 @@ checks, for every algorithm the plugin maps that the guest kernel has:
 * byte-identical output with the ``openssl`` plugin at 16, 4096, 65536 and
   81920 bytes (and above the socket buffer, where the kernel allows);
 * driver pinning (``afalg:DRIVER``), the reasons of every skip, and the timed
-  loops (one short measurement each, never asserting a speed).
+  loops (one short measurement each, never asserting a speed);
+* that a wrong tag leaves no plaintext behind: the kernel writes the AAD and
+  the unauthenticated plaintext into the receive buffer before ``EBADMSG``,
+  and the plugin zeroes every such buffer (one-shot and timed-loop paths).
 """
 
 from __future__ import annotations
 
+import errno
 import os
+import socket
 import subprocess
 
 import pytest
 
 from pytest_qcrypto import catalog, kat
-from pytest_qcrypto.backends import AuthenticationError, Unsupported
+from pytest_qcrypto.backends import AuthenticationError, Unsupported, Workload
+from pytest_qcrypto.backends import afalg
 from pytest_qcrypto.backends.afalg import CHUNK, AfalgPlugin, kernel_name
 from pytest_qcrypto.backends.openssl import OpenSSLPlugin
 from pytest_qcrypto.bench import BenchContext, Randomness
@@ -106,6 +112,65 @@ def test_wrong_tag_is_an_authentication_failure(alg: catalog.Algorithm) -> None:
             ctx.decrypt(nonce, bytes(sealed))
         sealed[-1] ^= 0x80  # the context is still usable afterwards
         assert ctx.decrypt(nonce, bytes(sealed)) == data
+    finally:
+        ctx.close()
+
+
+def test_the_kernel_leaves_unauthenticated_plaintext_in_the_receive_buffer() -> None:
+    """The hazard itself, with bare socket calls: algif_aead decrypts into the caller's
+    buffer, then checks the tag."""
+    alg = catalog.lookup("aes-128-gcm")
+    key, nonce, aad, data = RNG.key(alg), RNG.bytes(12), RNG.bytes(20), RNG.bytes(4096)
+    bad = bytearray(OPENSSL.open(alg, key).encrypt(nonce, data, aad))
+    bad[-1] ^= 0x80
+    with socket.socket(socket.AF_ALG, socket.SOCK_SEQPACKET, 0) as tfm:
+        tfm.bind(("aead", "gcm(aes)"))
+        tfm.setsockopt(socket.SOL_ALG, socket.ALG_SET_KEY, key)
+        tfm.setsockopt(socket.SOL_ALG, socket.ALG_SET_AEAD_AUTHSIZE, None, alg.tag_size)
+        op, _ = tfm.accept()
+        with op:
+            op.sendmsg_afalg([aad + bytes(bad)], op=socket.ALG_OP_DECRYPT, iv=nonce,
+                             assoclen=len(aad))
+            out = bytearray(len(aad) + len(data))
+            with pytest.raises(OSError) as info:
+                op.recv_into(out)
+    assert info.value.errno == errno.EBADMSG
+    assert out == aad + data
+
+
+class _Kept(bytearray):
+    """Every bytearray the afalg module makes, kept so the test can read it afterwards."""
+
+    made: list[bytearray] = []
+
+    def __init__(self, *args: object) -> None:
+        super().__init__(*args)
+        _Kept.made.append(self)
+
+
+@pytest.mark.parametrize("alg", AEADS, ids=ids)
+def test_wrong_tag_leaves_no_plaintext_in_any_buffer(alg: catalog.Algorithm,
+                                                     monkeypatch: pytest.MonkeyPatch) -> None:
+    key, nonce, aad, data = RNG.key(alg), RNG.bytes(alg.iv_size), RNG.bytes(20), RNG.bytes(4096)
+    ctx = open_or_skip(alg, key)
+    monkeypatch.setattr(afalg, "bytearray", _Kept, raising=False)
+    try:
+        bad = bytearray(ctx.encrypt(nonce, data, aad))
+        bad[-1] ^= 0x80
+        _Kept.made = []
+        with pytest.raises(AuthenticationError, match="EBADMSG"):
+            ctx.decrypt(nonce, bytes(bad), aad)
+        assert [len(b) for b in _Kept.made] == [len(aad) + len(data)]  # AAD || plaintext
+        assert _Kept.made[0] == bytes(len(aad) + len(data))
+
+        bad = bytearray(ctx.encrypt(nonce, data))  # the timed loop sends no AAD
+        bad[-1] ^= 0x80
+        _Kept.made = []
+        run = ctx.runner(Workload(data, nonces=(nonce,), decrypt=True, ciphertext=bytes(bad)))
+        assert [len(b) for b in _Kept.made] == [len(data)]  # its reused output buffer
+        with pytest.raises(AuthenticationError, match="EBADMSG"):
+            run(1)
+        assert _Kept.made[0] == bytes(len(data))
     finally:
         ctx.close()
 
