@@ -198,6 +198,8 @@ class BenchContext:
             extra = {"jobs": jobs, "workers": multi.worker_record(timing.workers, size)}
         else:
             timing = harness.time_runner(run, min_time=min_time, rounds=rounds)
+        if timing.note:
+            extra[harness.CALIBRATION_NOTE] = timing.note
         return Measurement(
             algorithm=self.algorithm.name, plugin=self.selection.typed, size=size,
             direction=direction_of(self.algorithm, decrypt), count=timing.count,
