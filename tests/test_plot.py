@@ -199,6 +199,39 @@ def test_missing_matplotlib_is_a_usage_error_naming_the_extra(pytester, monkeypa
             "pip install 'pytest-qcrypto[plot]'") in r.stderr.str()
 
 
+def broken_matplotlib(pytester, monkeypatch):
+    """A ``matplotlib`` package first on PYTHONPATH that fails to import, as one whose shared
+    library is missing does."""
+    broken = pytester.path / "broken" / "matplotlib"
+    broken.mkdir(parents=True)
+    (broken / "__init__.py").write_text('raise ImportError("libfoo.so missing")\n')
+    monkeypatch.setenv("PYTHONPATH", str(broken.parent))
+
+
+def test_a_matplotlib_that_fails_to_import_is_a_usage_error_before_measuring(pytester,
+                                                                           monkeypatch):
+    broken_matplotlib(pytester, monkeypatch)
+    r = pytester.run(sys.executable, "-m", "pytest", "-p", "no:cacheprovider", *RUN,
+                     "--qcrypto-plot", "out.svg", timeout=120)
+    assert r.ret == pytest.ExitCode.USAGE_ERROR
+    assert [line for line in r.errlines if line] == [
+        "ERROR: --qcrypto-plot needs matplotlib, which is installed but failed to import: "
+        "ImportError: libfoo.so missing (reinstall it: pip install 'pytest-qcrypto[plot]')"]
+    assert "Benchmark results" not in r.stdout.str() and "passed" not in r.stdout.str()
+    assert not (pytester.path / "out.svg").exists()
+
+
+def test_report_with_a_matplotlib_that_fails_to_import_is_a_usage_error(pytester, monkeypatch):
+    assert pytester.runpytest(*RUN, "--qcrypto-save", "one.json").ret == 0
+    broken_matplotlib(pytester, monkeypatch)
+    r = qcrypto_report(pytester, "one.json", "--qcrypto-plot", "report.png")
+    assert r.ret == pytest.ExitCode.USAGE_ERROR
+    assert r.outlines == []  # no table printed before the error
+    assert r.errlines == ["ERROR: --qcrypto-plot needs matplotlib, which is installed but "
+                          "failed to import: ImportError: libfoo.so missing (reinstall it: "
+                          "pip install 'pytest-qcrypto[plot]')"]
+
+
 # -- where a plot cannot go: a usage error up front, or exit 1 at the end ---------------------
 
 RUN = ("--qcrypto-digest", "sha256", "--qcrypto-plugin", "hashlib", "--qcrypto-size", "16", *FAST)
