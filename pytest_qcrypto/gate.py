@@ -26,6 +26,7 @@ Python; :class:`Gate` is the pytest side, driven by ``QcryptoRun``.
 from __future__ import annotations
 
 import math
+import os
 import statistics
 import time
 from collections.abc import Callable, Iterable, Mapping, Sequence
@@ -67,14 +68,17 @@ MARK_NOTES = {
 
 def add_options(group: Any, parser: pytest.Parser) -> None:
     """The results-file and regression-gate options (called from ``pytest_addoption``)."""
-    group.addoption("--qcrypto-save", metavar="PATH", default=None,
+    # both take one PATH, collected as a list so that a second, different one is an
+    # error rather than silently replacing the first (Gate.one_path)
+    group.addoption("--qcrypto-save", action="append", metavar="PATH", default=None,
                     help="write every measurement of the run to PATH as JSON (written "
                          "atomically, through a symbolic link to its target; an interrupted "
                          "run writes PATH.partial if PATH exists; a run that measured nothing "
-                         "writes nothing).")
-    group.addoption("--qcrypto-compare", metavar="PATH", default=None,
+                         "writes nothing).  One PATH per run.")
+    group.addoption("--qcrypto-compare", action="append", metavar="PATH", default=None,
                     help="compare every measurement with the same cell of the results file "
-                         "PATH; a regression beyond the threshold fails that test.")
+                         "PATH; a regression beyond the threshold fails that test.  One "
+                         "baseline file per run.")
     group.addoption("--qcrypto-threshold", metavar="PCT", default=None,
                     help="slowdown that counts as a regression, e.g. 10%% or 10 (default 10%%; "
                          "ini qcrypto_thresholds refines it per algorithm:plugin:size); a "
@@ -610,14 +614,30 @@ class Gate:
         return settings.ini_source(name, self.config.inipath,
                                    self.config.getoption("override_ini", None))
 
+    def one_path(self, name: str, why: str) -> str | None:
+        """The one PATH of option ``name`` (None: not given), as typed.
+
+        The option collects every value; the same file given twice is that
+        file, two different ones a :class:`SettingsError` naming them and
+        ``why`` only one is taken.  An empty PATH is an error too.
+        """
+        option = f"--{name.replace('_', '-')}"
+        given = self.config.getoption(name)
+        typed = [given] if isinstance(given, str) else [str(v) for v in given or ()]
+        if any(not text.strip() for text in typed):
+            raise SettingsError(f"{option}: the PATH is empty; give a file name")
+        files = {os.path.abspath(self._path(text)): text for text in typed}
+        if len(files) > 1:
+            named = ", ".join(repr(text) for text in dict.fromkeys(typed))
+            raise SettingsError(f"{option} was given more than once, with different files "
+                                f"({named}): {why}; give it once")
+        return typed[0] if typed else None
+
     def check(self) -> None:
         """Read and check every gate option and the baseline (raises :class:`SettingsError`)."""
         opt, ini = self.config.getoption, self.config.getini
-        for name in ("qcrypto_save", "qcrypto_compare"):
-            if opt(name) is not None and not str(opt(name)).strip():
-                raise SettingsError(f"--{name.replace('_', '-')}: the PATH is empty; give a "
-                                    "file name")
-        save = opt("qcrypto_save")
+        save = self.one_path("qcrypto_save", "a run writes one results file")
+        compare = self.one_path("qcrypto_compare", "only one baseline file is supported")
         if save:
             self.save_path = self._path(save)
             problem = results.check_writable(self.save_path)
@@ -646,7 +666,6 @@ class Gate:
         self.allow_missing = bool(opt("qcrypto_allow_missing") or ini("qcrypto_allow_missing"))
         self.require_same_machine = bool(opt("qcrypto_require_same_machine")
                                          or ini("qcrypto_require_same_machine"))
-        compare = opt("qcrypto_compare")
         if compare:
             try:
                 baseline = results.load(self._path(compare))

@@ -771,3 +771,35 @@ def test_the_ci_example_settings_are_valid(fake):
     assert r.ret == 0, r.stdout.str()
     props = junit(fake)["sha256[fake-64]"][1]
     assert props["qcrypto_threshold_pct"] == "20"  # "*:*:64 = 20%"
+
+
+# -- options given more than once ---------------------------------------------------------------
+
+
+def test_two_save_paths_are_a_usage_error_naming_both(fake):
+    r = fake.runpytest(*FAKE_RUN, "--qcrypto-size", "16", "--qcrypto-save", "a.json",
+                       "--qcrypto-save=b.json")
+    assert r.ret == USAGE
+    assert [line for line in r.errlines if line] == [
+        "ERROR: --qcrypto-save was given more than once, with different files ('a.json', "
+        "'b.json'): a run writes one results file; give it once"]
+    assert not (fake.path / "a.json").exists() and not (fake.path / "b.json").exists()
+    # the same file twice is that file
+    r = fake.runpytest(*FAKE_RUN, "--qcrypto-size", "16", "--qcrypto-save", "a.json",
+                       "--qcrypto-save", "./a.json")
+    assert r.ret == 0, r.stdout.str()
+    assert len(json.loads((fake.path / "a.json").read_text())["results"]) == 1
+
+
+def test_two_baselines_are_a_usage_error(fake):
+    baseline(fake, name="a.json", sizes="16")
+    baseline(fake, name="b.json", sizes="16")
+    r = compare(fake, "--qcrypto-compare", "b.json", "--qcrypto-compare", "c.json",
+                sizes="16", name="a.json")
+    assert r.ret == USAGE
+    assert [line for line in r.errlines if line] == [
+        "ERROR: --qcrypto-compare was given more than once, with different files ('a.json', "
+        "'b.json', 'c.json'): only one baseline file is supported; give it once"]
+    r = compare(fake, "--qcrypto-compare=a.json", sizes="16", name="a.json")
+    assert r.ret == 0, r.stdout.str()
+    r.stdout.fnmatch_lines(["Regression gate: baseline */a.json (1 result*"])
