@@ -302,7 +302,8 @@ class Verdict:
     ``tries`` every try in order and ``waits`` the share of each try's time
     spent waiting for a CPU (None: not known).  ``figure`` and ``base_figure``
     are the bytes per second judged against the baseline: the median rounds
-    without those waits (a floor takes ``measurement.bytes_per_second``).  ``failures`` are the one-line messages that fail the item (a confirmed
+    without those waits (a floor takes ``measurement.bytes_per_second``).
+    ``failures`` are the one-line messages that fail the item (a confirmed
     regression, a floor).
     """
 

@@ -531,8 +531,9 @@ def test_floors_from_the_ini_file(fake):
     assert r.ret == 1
     r.assert_outcomes(passed=2, failed=1)  # 64: sha256:fake (two fields) beats *:*:64
     message, props = junit(fake)["sha256[fake-256]"]
-    assert re.fullmatch(r"below floor: sha256 fake 256 B digest: " + FLOOR_KIB + r", floor 1000000.00 "
-                        r"KiB/s \(qcrypto_floors in tox.ini: 'sha256:fake:256 = 1000000'\); "
+    assert re.fullmatch(r"below floor: sha256 fake 256 B digest: " + FLOOR_KIB
+                        + r", floor 1000000.00 KiB/s \(qcrypto_floors in tox.ini: "
+                        r"'sha256:fake:256 = 1000000'\); "
                         + TRIES, message), message
     assert props["qcrypto_floor_kib_per_s"] == "1000000.00"
     assert props["qcrypto_verdict"] == "below floor"
@@ -563,8 +564,9 @@ def test_bad_floor(qcrypto):
                        "--junitxml", "junit.xml")
     r.assert_outcomes(passed=2, failed=2)
     cases = junit(fake)
-    assert re.fullmatch(r"below floor: sha256 fake 64 B digest: " + FLOOR_KIB + r", floor 1000000.00 "
-                        r"KiB/s \(@pytest.mark.qcrypto\(floor=...\)\); tries: .*",
+    assert re.fullmatch(r"below floor: sha256 fake 64 B digest: " + FLOOR_KIB
+                        + r", floor 1000000.00 KiB/s \(@pytest.mark.qcrypto\(floor=...\)\); "
+                        r"tries: .*",
                         cases["test_too_slow"][0])
     assert cases["test_bad_floor"][0] == \
         "@pytest.mark.qcrypto(floor=...): 'a lot' is not a number of KiB/s"
