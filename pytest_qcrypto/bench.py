@@ -134,12 +134,15 @@ class BenchContext:
         data = self.rng.bytes(size)
         if alg.kind == catalog.DIGEST:
             return Workload(data)
+        typed = self.selection.typed
         if alg.kind == catalog.AEAD:
             nonces = tuple(self.rng.bytes(alg.iv_size) for _ in range(NONCE_POOL))
-            sealed = self.context.encrypt(nonces[0], data) if decrypt else b""
+            sealed = kat.returned(typed, "encrypt", self.context.encrypt(nonces[0], data)) \
+                if decrypt else b""
             return Workload(data, nonces=nonces, decrypt=decrypt, ciphertext=sealed)
         iv = self.rng.bytes(alg.iv_size)
-        sealed = self.context.encrypt(iv, data) if decrypt else b""
+        sealed = kat.returned(typed, "encrypt", self.context.encrypt(iv, data)) \
+            if decrypt else b""
         return Workload(data, iv=iv, decrypt=decrypt, ciphertext=sealed)
 
     def measure(self, size: int, *, decrypt: bool = False, min_time: float = 0.1,
@@ -191,6 +194,10 @@ class BenchContext:
         work = self.workload(size, decrypt)
         kat.check_round_trip(self.selection.typed, self.algorithm, self.context, work)
         run = self.context.runner(work)
+        if not callable(run):
+            raise kat.WrongTypeError(
+                f"plugin {self.selection.typed} returned {type(run).__name__} from runner(), "
+                "expected a callable that runs count operations")
         extra: dict[str, object] = {}
         if jobs > 1:
             timing: harness.Timing | multi.JobsTiming = multi.time_jobs(
@@ -198,6 +205,8 @@ class BenchContext:
             extra = {"jobs": jobs, "workers": multi.worker_record(timing.workers, size)}
         else:
             timing = harness.time_runner(run, min_time=min_time, rounds=rounds)
+        if timing.note:
+            extra[harness.CALIBRATION_NOTE] = timing.note
         return Measurement(
             algorithm=self.algorithm.name, plugin=self.selection.typed, size=size,
             direction=direction_of(self.algorithm, decrypt), count=timing.count,

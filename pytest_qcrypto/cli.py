@@ -4,7 +4,7 @@
 
     qcrypto speed [-C cipher | -D digest] [-P plugin]... [-v] [--qcrypto-OPTION ...]
     qcrypto list
-    qcrypto report FILE... [--qcrypto-unit U] [--qcrypto-format F] [--qcrypto-plot PATH]
+    qcrypto report FILE... [--qcrypto-unit U] [--qcrypto-format F] [--qcrypto-plot PATH]...
 
 ``speed`` and ``list`` turn their arguments into a pytest command line and run
 :func:`pytest.main` in this process, so the speed matrix, its checks, its
@@ -89,7 +89,8 @@ def build_parser() -> argparse.ArgumentParser:
     report.add_argument("--qcrypto-unit", metavar="UNIT", help="unit of the cells (see speed)")
     report.add_argument("--qcrypto-format", metavar="FORMAT",
                         help="qcrypto, openssl, markdown or csv")
-    report.add_argument("--qcrypto-plot", metavar="PATH", help="also plot to .png, .svg or .html")
+    report.add_argument("--qcrypto-plot", metavar="PATH", action="append",
+                        help="also plot to .png, .svg or .html (repeatable: every PATH)")
     report.add_argument("-v", "--verbose", action="store_true",
                         help="qcrypto's lines before each table: operations and seconds per cell")
     return parser
@@ -199,7 +200,8 @@ def joined(extra: Sequence[str]) -> list[str]:
 
 
 def report(files: Sequence[str], unit: str | None = None, fmt: str | None = None,
-           plot: str | None = None, stdout: Any = None, verbose: bool = False) -> int:
+           plot: str | Sequence[str] | None = None, stdout: Any = None,
+           verbose: bool = False) -> int:
     """``qcrypto report``: print saved results joined into one table per algorithm.
 
     ``verbose`` puts qcrypto's ``executed N digests of size S bytes in T secs``
@@ -215,10 +217,11 @@ def report(files: Sequence[str], unit: str | None = None, fmt: str | None = None
     out = stdout or sys.stdout
     try:
         output = render.parse_output(unit, fmt, plot)
-        if plot is not None:
+        if output.plots:
             from pytest_qcrypto import plot as plotting
 
-            plotting.check_writable(plot)
+            for typed in [plot] if isinstance(plot, str) else plot or ():
+                plotting.check_writable(typed)
         loaded = [results.load(Path(f)) for f in files]
         for f, doc in zip(files, loaded):
             if not doc.results:
@@ -234,11 +237,11 @@ def report(files: Sequence[str], unit: str | None = None, fmt: str | None = None
                          else legend)
     out.write("".join(f"{line}\n" for line in lines))
     out.flush()
-    problems = render.write_files(tables, output, text=lines)
+    problems, plotted = render.write_files(tables, output, text=lines)
     for problem in problems:
         sys.stderr.write(f"ERROR: {problem}\n")
-    if output.plot and not any(p.startswith(render.PLOT_PROBLEM) for p in problems):
-        sys.stderr.write(f"qcrypto: plot written to {output.plot}\n")  # stdout: tables only
+    for path in plotted:
+        sys.stderr.write(f"qcrypto: plot written to {path}\n")  # stdout: tables only
     return 1 if problems else 0
 
 

@@ -12,7 +12,8 @@ What a CI run gets from it:
 * Thresholds: ``--qcrypto-threshold`` (default 10%), refined per cell by
   ``qcrypto_thresholds`` ini lines ``ALGORITHM[:PLUGIN[:SIZE]] = PCT``.
 * Floors: a minimum KiB/s per cell, from ``qcrypto_floors`` ini lines
-  (same patterns) or ``@pytest.mark.qcrypto(..., floor=KIB_PER_S)`` on a test.
+  (same patterns) or ``@pytest.mark.qcrypto(..., floor=KIB_PER_S)`` on a test,
+  judged on the figure by the clock (the table's), waits for a CPU included.
 * Noise: before an item fails it is measured again (``--qcrypto-confirm``,
   default 2 more tries).  It fails only if the best try still regresses beyond
   the threshold *and* the fastest round of that try is slower than the
@@ -25,6 +26,7 @@ Python; :class:`Gate` is the pytest side, driven by ``QcryptoRun``.
 from __future__ import annotations
 
 import math
+import os
 import statistics
 import time
 from collections.abc import Callable, Iterable, Mapping, Sequence
@@ -66,14 +68,17 @@ MARK_NOTES = {
 
 def add_options(group: Any, parser: pytest.Parser) -> None:
     """The results-file and regression-gate options (called from ``pytest_addoption``)."""
-    group.addoption("--qcrypto-save", metavar="PATH", default=None,
+    # both take one PATH, collected as a list so that a second, different one is an
+    # error rather than silently replacing the first (Gate.one_path)
+    group.addoption("--qcrypto-save", action="append", metavar="PATH", default=None,
                     help="write every measurement of the run to PATH as JSON (written "
                          "atomically, through a symbolic link to its target; an interrupted "
                          "run writes PATH.partial if PATH exists; a run that measured nothing "
-                         "writes nothing).")
-    group.addoption("--qcrypto-compare", metavar="PATH", default=None,
+                         "writes nothing).  One PATH per run.")
+    group.addoption("--qcrypto-compare", action="append", metavar="PATH", default=None,
                     help="compare every measurement with the same cell of the results file "
-                         "PATH; a regression beyond the threshold fails that test.")
+                         "PATH; a regression beyond the threshold fails that test.  One "
+                         "baseline file per run.")
     group.addoption("--qcrypto-threshold", metavar="PCT", default=None,
                     help="slowdown that counts as a regression, e.g. 10%% or 10 (default 10%%; "
                          "ini qcrypto_thresholds refines it per algorithm:plugin:size); a "
@@ -296,7 +301,8 @@ class Verdict:
     ``measurement`` is the best try (kept for tables and the saved file),
     ``tries`` every try in order and ``waits`` the share of each try's time
     spent waiting for a CPU (None: not known).  ``figure`` and ``base_figure``
-    are the bytes per second judged: the median rounds without those waits.
+    are the bytes per second judged against the baseline: the median rounds
+    without those waits (a floor takes ``measurement.bytes_per_second``).
     ``failures`` are the one-line messages that fail the item (a confirmed
     regression, a floor).
     """
@@ -424,25 +430,36 @@ def baseline_figures(r: Result) -> tuple[float, float]:
             r.bytes_per_second * median_raw / max(rounds))
 
 
-def _judged_text(clock: float, judged: float, now: str = "") -> str:
-    """``judged`` in KiB/s, then ``now``, then the figure by the clock when that differs
-    (a table shows that one): ``20009.36 KiB/s now (19982.89 by the clock, which waited
-    less than 1% of it for a CPU)``."""
-    text = f"{_kib(judged)} KiB/s{now}"
-    if _kib(clock) != _kib(judged):
-        lost = 1 - clock / judged
-        share = f"{lost:.0%}" if lost >= 0.01 else "less than 1%"
-        text += f" ({_kib(clock)} by the clock, which waited {share} of it for a CPU)"
-    return text
+def _waited(clock: float, judged: float) -> str:
+    """The share of a figure's time by the clock that was a wait for a CPU, in words
+    (``6%``, ``less than 1%``); empty when the two figures print alike in KiB/s."""
+    if _kib(clock) == _kib(judged):
+        return ""
+    lost = 1 - clock / judged
+    return f"{lost:.0%}" if lost >= 0.01 else "less than 1%"
 
 
-def _tries_text(tries: Sequence[Measurement], waits: Sequence[float | None], best: int) -> str:
+def _correction_text(now: str, then: str) -> str:
+    """How the judged change differs from the figures quoted (both by the clock): in words,
+    so that each cell has one figure, the one the tables and ``qcrypto report`` show."""
+    if now and then:
+        return (f" without the time each waited for a CPU ({now} of it now, {then} of it in "
+                "the baseline)")
+    if then:
+        return f" without the time the baseline waited for a CPU ({then} of it)"
+    if now:
+        return f" without the time this try waited for a CPU ({now} of it)"
+    return ""
+
+
+def _tries_text(tries: Sequence[Measurement], waits: Sequence[float | None], best: int,
+                judged: bool = True) -> str:
     """``tries: A, B, C KiB/s (best B)``: each try by the clock, and which one counts.
 
-    The best try is the fastest once its wait for a CPU is taken out
-    (:func:`without_wait`); a try that lost more than :data:`BUSY_SHARE` to
-    that wait says so, and so does "best" when the judged figure is not the
-    listed one (the table shows the listed one).
+    Against a baseline (``judged``) the best try is the fastest once its wait
+    for a CPU is taken out (:func:`without_wait`), and "best" says so when that
+    figure is not the listed one (the table shows the listed one).  A try that
+    lost more than :data:`BUSY_SHARE` to that wait says so.
     """
     parts = []
     for m, w in zip(tries, waits):
@@ -453,10 +470,10 @@ def _tries_text(tries: Sequence[Measurement], waits: Sequence[float | None], bes
             text += f" (waited {lost:.0%} of it for a CPU: {_kib(without)} without)"
         parts.append(text)
     kept = tries[best]
-    clock, judged = kept.bytes_per_second, without_wait(kept, waits[best])[0]
+    clock, figure = kept.bytes_per_second, without_wait(kept, waits[best])[0]
     which = f"best {_kib(clock)}"
-    if _kib(clock) != _kib(judged):
-        which += f", judged as {_kib(judged)} without its wait for a CPU"
+    if judged and _kib(clock) != _kib(figure):
+        which += f", judged as {_kib(figure)} without its wait for a CPU"
     return f"tries: {', '.join(parts)} KiB/s ({which})"
 
 
@@ -469,11 +486,16 @@ def judge_tries(first: Measurement, again: Callable[[], Measurement] | None, con
 
     ``first_wait`` and ``meter(again)`` (which runs one more try) give the
     share of each try's time that the thread waited for a CPU, held by other
-    work on the machine.  Tries and baseline are judged without their waits
-    (:func:`without_wait`); a sleeping or slower plugin does not wait for a
-    CPU, so its slowdown stays whole.  Without a baseline (or when
-    ``not_judged`` gives a reason) only the floor applies.  Returns the
-    :class:`Verdict`; failing the test is the caller's.
+    work on the machine.  Against the baseline, tries and baseline are judged
+    without their waits (:func:`without_wait`); a sleeping or slower plugin does
+    not wait for a CPU, so its slowdown stays whole.  A floor judges the figure
+    by the clock (the one the table shows): it promises what was achieved.  The
+    kept try is the fastest without its wait among the tries that keep the
+    floor (among all, when none does); without a baseline, the fastest by the
+    clock.  Messages quote each cell by the clock, the baseline as ``qcrypto
+    report`` shows it, and say the wait correction in words.  Without a
+    baseline (or when ``not_judged`` gives a reason) only the floor applies.
+    Returns the :class:`Verdict`; failing the test is the caller's.
     """
     judged = baseline is not None and threshold is not None and not not_judged
     base_bps, base_slowest = baseline_figures(baseline) if baseline is not None else (0.0, 0.0)
@@ -490,15 +512,22 @@ def judge_tries(first: Measurement, again: Callable[[], Measurement] | None, con
     def below_floor(bps: float) -> bool:
         return floor is not None and bps / KIB < floor.value
 
+    def clock(i: int) -> float:
+        return tries[i].bytes_per_second
+
     if again is not None:
-        while len(tries) <= confirm and (regressed(figure(-1)) or below_floor(figure(-1))):
+        while len(tries) <= confirm and (regressed(figure(-1)) or below_floor(clock(-1))):
             m, w = meter(again)
             tries.append(m)
             waits.append(w)
-    best = max(range(len(tries)), key=figure)
+    # a floor is a promise about what was achieved: it takes the figure by the clock, as
+    # the table shows it, and the best try is one that keeps it (any try, when none does);
+    # the figure without the wait for a CPU ranks the tries only against a baseline
+    keeping = [i for i in range(len(tries)) if not below_floor(clock(i))]
+    best = max(keeping or range(len(tries)), key=figure if judged else clock)
     kept = tries[best]
     v = Verdict(kept, tries, waits, figure(best), baseline, base_bps, threshold, floor,
-                not_judged=not_judged, tries_text=_tries_text(tries, waits, best))
+                not_judged=not_judged, tries_text=_tries_text(tries, waits, best, judged))
     if baseline is None:
         v.status = NEW
     elif not_judged:
@@ -508,25 +537,29 @@ def judge_tries(first: Measurement, again: Callable[[], Measurement] | None, con
         fastest = without_wait(kept, waits[best])[1]
         if fastest < base_slowest:
             v.status = REGRESSION
+            correction = _correction_text(_waited(kept.bytes_per_second, v.figure),
+                                          _waited(baseline.bytes_per_second, base_bps))
             v.failures.append(
-                f"regression: {describe(kept)}: "
-                f"{_judged_text(kept.bytes_per_second, v.figure, ' now')}, baseline "
-                f"{_judged_text(baseline.bytes_per_second, base_bps)}, change "
-                f"{_pct(v.change)}, threshold "
-                f"{threshold.value:g}% ({threshold.source}); {v.tries_text}; its fastest round "
-                f"{_kib(fastest)} KiB/s is below the baseline's slowest round "
-                f"{_kib(base_slowest)} KiB/s")
+                f"regression: {describe(kept)}: {_kib(kept.bytes_per_second)} KiB/s now, "
+                f"baseline {_kib(baseline.bytes_per_second)} KiB/s, change {_pct(v.change)}"
+                f"{correction}, threshold {threshold.value:g}% ({threshold.source}); "
+                f"{v.tries_text}; its fastest round {_kib(fastest)} KiB/s is below the "
+                f"baseline's slowest round {_kib(base_slowest)} KiB/s"
+                + (" (each without its wait for a CPU)" if correction else ""))
         else:
             v.status = NOISE
     elif regressed(kept.bytes_per_second, baseline.bytes_per_second):
         v.status = BUSY  # slower by the clock, not once the waits for a CPU are taken out
     elif any(regressed(figure(i)) for i in range(len(tries))):
         v.status = RECOVERED
-    if below_floor(v.figure):
+    if below_floor(kept.bytes_per_second):
         assert floor is not None
+        waited = _waited(kept.bytes_per_second, v.figure)
         v.failures.append(
-            f"below floor: {describe(kept)}: {_judged_text(kept.bytes_per_second, v.figure)}, "
-            f"floor {floor.value:.2f} KiB/s ({floor.source}); {v.tries_text}")
+            f"below floor: {describe(kept)}: {_kib(kept.bytes_per_second)} KiB/s"
+            + (f" (by the clock, as the table shows, although {waited} of it was a wait for "
+               "a CPU)" if waited else "")
+            + f", floor {floor.value:.2f} KiB/s ({floor.source}); {v.tries_text}")
     return v
 
 
@@ -582,14 +615,30 @@ class Gate:
         return settings.ini_source(name, self.config.inipath,
                                    self.config.getoption("override_ini", None))
 
+    def one_path(self, name: str, why: str) -> str | None:
+        """The one PATH of option ``name`` (None: not given), as typed.
+
+        The option collects every value; the same file given twice is that
+        file, two different ones a :class:`SettingsError` naming them and
+        ``why`` only one is taken.  An empty PATH is an error too.
+        """
+        option = f"--{name.replace('_', '-')}"
+        given = self.config.getoption(name)
+        typed = [given] if isinstance(given, str) else [str(v) for v in given or ()]
+        if any(not text.strip() for text in typed):
+            raise SettingsError(f"{option}: the PATH is empty; give a file name")
+        files = {os.path.abspath(self._path(text)): text for text in typed}
+        if len(files) > 1:
+            named = ", ".join(repr(text) for text in dict.fromkeys(typed))
+            raise SettingsError(f"{option} was given more than once, with different files "
+                                f"({named}): {why}; give it once")
+        return typed[0] if typed else None
+
     def check(self) -> None:
         """Read and check every gate option and the baseline (raises :class:`SettingsError`)."""
         opt, ini = self.config.getoption, self.config.getini
-        for name in ("qcrypto_save", "qcrypto_compare"):
-            if opt(name) is not None and not str(opt(name)).strip():
-                raise SettingsError(f"--{name.replace('_', '-')}: the PATH is empty; give a "
-                                    "file name")
-        save = opt("qcrypto_save")
+        save = self.one_path("qcrypto_save", "a run writes one results file")
+        compare = self.one_path("qcrypto_compare", "only one baseline file is supported")
         if save:
             self.save_path = self._path(save)
             problem = results.check_writable(self.save_path)
@@ -618,7 +667,6 @@ class Gate:
         self.allow_missing = bool(opt("qcrypto_allow_missing") or ini("qcrypto_allow_missing"))
         self.require_same_machine = bool(opt("qcrypto_require_same_machine")
                                          or ini("qcrypto_require_same_machine"))
-        compare = opt("qcrypto_compare")
         if compare:
             try:
                 baseline = results.load(self._path(compare))

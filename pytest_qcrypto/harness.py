@@ -11,6 +11,15 @@ count.  Each round records wall seconds (``time.perf_counter_ns``) and process
 CPU seconds (``time.process_time_ns``); the garbage collector is off inside
 the timed loops.  The figure reported is the median round; every round is kept.
 
+A stall during the last calibration run (the machine busy elsewhere, a page
+fault storm) makes it reach ``min_time`` at a count far too small, and the
+rounds that follow come out short.  When a round takes under
+:data:`SHORT_ROUND` of ``min_time``, the count is chosen again from that
+round's rate (the power of two it predicts will reach ``min_time``) and every
+round is timed again, at most :data:`MAX_RECALIBRATIONS` times; rounds still
+that short are kept, with a note (:attr:`Timing.note`) that makes the figure
+noisy (:func:`pytest_qcrypto.machine.noise`).
+
 A clock that does not advance (a frozen or mocked ``perf_counter_ns``) would
 make the doubling run forever.  :func:`time_runner` times every calibration
 run with an independent guard clock (``time.monotonic``) too, and raises
@@ -26,7 +35,7 @@ import gc
 import math
 import statistics
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 
 from pytest_qcrypto.backends import Runner
@@ -37,6 +46,12 @@ KIB = 1024
 MAX_COUNT = 2**40
 #: Calibration skips ahead once a run takes at least this fraction of ``min_time``.
 SKIP_AHEAD = 1 / 16
+#: A timed round shorter than this fraction of ``min_time`` means a stall chose the count.
+SHORT_ROUND = 0.5
+#: How many times the count is chosen again from a short round before short rounds are kept.
+MAX_RECALIBRATIONS = 2
+#: The key of :attr:`Measurement.extra` that holds :attr:`Timing.note`.
+CALIBRATION_NOTE = "calibration"
 #: A calibration run this long by the guard clock (seconds), that the timer
 #: saw as under a tenth of it, proves the timer broken.
 GUARD_RUN_S = 0.25
@@ -101,11 +116,18 @@ class Measurement:
 
 @dataclass(frozen=True)
 class Timing:
-    """What :func:`time_runner` found: the count and every round's wall and CPU seconds."""
+    """What :func:`time_runner` found: the count and every round's wall and CPU seconds.
+
+    ``recalibrations`` is how many times the count was chosen again after a
+    short round; ``note`` says why the rounds are still too short to trust
+    (empty: they are not).
+    """
 
     count: int
     rounds_s: tuple[float, ...]
     cpu_s: tuple[float, ...]
+    recalibrations: int = 0
+    note: str = ""
 
 
 def timed(run: Runner, count: int, clock: Callable[[], int],
@@ -133,7 +155,24 @@ def _next_count(count: int, wall_ns: int, min_ns: float) -> int:
     """Double ``count``, or skip ahead to the power of two this run predicts reaches ``min_ns``."""
     if wall_ns < min_ns * SKIP_AHEAD:
         return count * 2
+    return predicted_count(count, wall_ns, min_ns)
+
+
+def predicted_count(count: int, wall_ns: float, min_ns: float) -> int:
+    """The power of two times ``count`` that a run of ``count`` operations in ``wall_ns``
+    predicts will take at least ``min_ns`` (at least twice ``count``, at most :data:`MAX_COUNT`)."""
     return min(count << max(1, math.ceil(math.log2(min_ns / wall_ns))), MAX_COUNT)
+
+
+def short_rounds_note(walls_ns: Sequence[float], min_time: float, recalibrations: int) -> str:
+    """``rounds of 2.35 ms, under half of min-time 0.1 s, after 2 recalibrations (a stall
+    during calibration)``: why rounds under :data:`SHORT_ROUND` of ``min_time`` are kept."""
+    short = sorted(w for w in walls_ns if w < min_time * 1e9 * SHORT_ROUND)
+    low, high = f"{short[0] / 1e6:.3g}", f"{short[-1] / 1e6:.3g}"
+    what = (f"a round of {low} ms" if len(short) == 1 else
+            f"rounds of {low} ms" if low == high else f"rounds of {low} to {high} ms")
+    return (f"{what}, under half of min-time {min_time:g} s, after {recalibrations} "
+            f"recalibration{'' if recalibrations == 1 else 's'} (a stall during calibration)")
 
 
 def time_runner(run: Runner, *, min_time: float = 0.1, rounds: int = 3,
@@ -141,7 +180,8 @@ def time_runner(run: Runner, *, min_time: float = 0.1, rounds: int = 3,
                 cpu_clock: Callable[[], int] | None = None,
                 guard: Callable[[], float] | None = None,
                 guard_limit: float | None = None) -> Timing:
-    """Calibrate with the doubling-count loop, then time ``rounds`` rounds.
+    """Calibrate with the doubling-count loop, then time ``rounds`` rounds (again, from a
+    round under :data:`SHORT_ROUND` of ``min_time``, up to :data:`MAX_RECALIBRATIONS` times).
 
     ``run(count)`` performs ``count`` operations.  ``min_time`` is in seconds,
     ``rounds`` >= 1.  ``clock`` and ``cpu_clock`` return nanoseconds (default
@@ -179,11 +219,29 @@ def time_runner(run: Runner, *, min_time: float = 0.1, rounds: int = 3,
         if count >= MAX_COUNT:
             raise TimerError(f"{count} operations still took under {min_time} s by the timer")
         count = _next_count(count, wall, min_ns)
-    walls, cpus = [wall], [cpu]
-    for _ in range(rounds - 1):
+    walls, cpus = _rounds(run, count, rounds - 1, clock, cpu_clock, [wall], [cpu])
+    recalibrations = 0
+    while min(walls) < min_ns * SHORT_ROUND and recalibrations < MAX_RECALIBRATIONS \
+            and count < MAX_COUNT:  # a stall chose the count: choose it from a short round
+        count = predicted_count(count, min(walls), min_ns)
+        recalibrations += 1
+        walls, cpus = _rounds(run, count, rounds, clock, cpu_clock)
+    note = short_rounds_note(walls, min_time, recalibrations) \
+        if min(walls) < min_ns * SHORT_ROUND else ""
+    return Timing(count, tuple(w / 1e9 for w in walls), tuple(c / 1e9 for c in cpus),
+                  recalibrations, note)
+
+
+def _rounds(run: Runner, count: int, rounds: int, clock: Callable[[], int],
+            cpu_clock: Callable[[], int], walls: list[int] | None = None,
+            cpus: list[int] | None = None) -> tuple[list[int], list[int]]:
+    """Time ``rounds`` more rounds of ``count`` operations after ``walls`` and ``cpus``
+    (nanoseconds); :class:`TimerError` when a round is not positive."""
+    walls, cpus = list(walls or []), list(cpus or [])
+    for _ in range(rounds):
         t0, t1, cpu = timed(run, count, clock, cpu_clock)
         walls.append(t1 - t0)
         cpus.append(cpu)
     if min(walls) <= 0:
         raise TimerError(f"the timer went backwards or stood still during a round: {walls} ns")
-    return Timing(count, tuple(w / 1e9 for w in walls), tuple(c / 1e9 for c in cpus))
+    return walls, cpus

@@ -1,7 +1,8 @@
 """Measuring in N processes at once (``--qcrypto-jobs N``), like ``openssl speed -multi N``.
 
 The count is calibrated once in the calling process (the doubling-count loop
-of :mod:`pytest_qcrypto.harness`).  Then N worker processes are forked (the
+of :mod:`pytest_qcrypto.harness`; chosen again from a worker's round when a
+stall made it too small, see :func:`time_jobs`).  Then N worker processes are forked (the
 ``fork`` start method, named explicitly, so that the open context and crypto
 plugins registered in a ``conftest.py`` reach the workers without pickling).
 After an untimed warm-up, in every round all workers wait at a barrier,
@@ -89,13 +90,16 @@ class JobsTiming:
 
     ``count`` is the operations of all workers in one round; ``rounds_s`` the
     common window of each round (seconds); ``cpu_s`` the workers' summed CPU
-    seconds of each round; ``workers[w][r]`` what worker ``w`` did in round ``r``.
+    seconds of each round; ``workers[w][r]`` what worker ``w`` did in round ``r``;
+    ``recalibrations`` and ``note`` as in :class:`~pytest_qcrypto.harness.Timing`.
     """
 
     count: int
     rounds_s: tuple[float, ...]
     cpu_s: tuple[float, ...]
     workers: tuple[tuple[WorkerRound, ...], ...]
+    recalibrations: int = 0
+    note: str = ""
 
 
 #: Clocks of nanoseconds: (wall, CPU).
@@ -196,6 +200,11 @@ def time_jobs(run: Runner, jobs: int, *, min_time: float = 0.1, rounds: int = 3,
               cpu_clock: Callable[[], int] | None = None) -> JobsTiming:
     """Calibrate ``run`` here, then time ``rounds`` rounds in ``jobs`` processes at once.
 
+    A worker's round under :data:`~pytest_qcrypto.harness.SHORT_ROUND` of
+    ``min_time`` (a stall chose the count) has the count chosen again from its
+    rate and every round run again, as :func:`~pytest_qcrypto.harness.time_runner`
+    does, at most :data:`~pytest_qcrypto.harness.MAX_RECALIBRATIONS` times.
+
     ``start`` launches the workers (default :func:`fork_workers`; tests pass
     fake workers); ``clock`` and ``cpu_clock`` are as in
     :func:`~pytest_qcrypto.harness.time_runner`, which calibrates.  Raises
@@ -207,12 +216,27 @@ def time_jobs(run: Runner, jobs: int, *, min_time: float = 0.1, rounds: int = 3,
     clocks = (clock or time.perf_counter_ns, cpu_clock or time.process_time_ns)
     calibration = harness.time_runner(run, min_time=min_time, rounds=1,
                                       clock=clocks[0], cpu_clock=clocks[1])
-    # A round takes about the calibration run when every worker has a CPU, jobs
-    # times longer when they all share one; allow that and more before giving up.
-    timeout_s = 30.0 + 10 * jobs * max(calibration.rounds_s)
-    workers = (start or fork_workers)(run, jobs, calibration.count, rounds, timeout_s, clocks)
+    count, round_s, min_ns = calibration.count, max(calibration.rounds_s), min_time * 1e9
+    recalibrations = 0
+    while True:
+        # A round takes about the calibration run when every worker has a CPU, jobs
+        # times longer when they all share one; allow that and more before giving up.
+        timeout_s = 30.0 + 10 * jobs * round_s
+        workers = (start or fork_workers)(run, jobs, count, rounds, timeout_s, clocks)
+        walls = [r.end_ns - r.start_ns for w in workers for r in w]
+        shortest = min(walls, default=0)
+        if not 0 < shortest < min_ns * harness.SHORT_ROUND \
+                or recalibrations == harness.MAX_RECALIBRATIONS or count >= harness.MAX_COUNT:
+            break
+        # a stall chose the count (see harness): choose it again from the shortest round
+        new = harness.predicted_count(count, shortest, min_ns)
+        round_s, count = shortest / 1e9 * new / count, new
+        recalibrations += 1
+    note = harness.short_rounds_note(walls, min_time, recalibrations) \
+        if 0 < shortest < min_ns * harness.SHORT_ROUND else ""
     total, windows, cpus = aggregate(workers)
-    return JobsTiming(total, windows, cpus, tuple(tuple(w) for w in workers))
+    return JobsTiming(total, windows, cpus, tuple(tuple(w) for w in workers), recalibrations,
+                      note)
 
 
 @functools.cache

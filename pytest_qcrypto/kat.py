@@ -24,6 +24,26 @@ class KnownAnswerError(Exception):
     """A plugin gave a wrong answer; ``str()`` names plugin, algorithm and vector."""
 
 
+class WrongTypeError(KnownAnswerError):
+    """A plugin returned something that is not bytes (or not a runner); ``str()`` names
+    the plugin, the type and the method: ``plugin X returned str from digest(), expected
+    bytes``."""
+
+
+#: What a one-shot method of a context may return: bytes, or a bytes-like object that
+#: compares and prints as bytes do.
+BYTES_LIKE = (bytes, bytearray, memoryview)
+
+
+def returned(plugin: str, method: str, value: object) -> bytes:
+    """``value``, returned by ``method`` of ``plugin``'s context; :class:`WrongTypeError`
+    unless it is bytes (or a ``bytearray`` / ``memoryview``)."""
+    if not isinstance(value, BYTES_LIKE):
+        raise WrongTypeError(f"plugin {plugin} returned {type(value).__name__} from "
+                             f"{method}(), expected bytes")
+    return value  # type: ignore[return-value]
+
+
 @dataclass(frozen=True)
 class Vector:
     """One known answer.  For AEADs ``output`` is the ciphertext followed by the tag."""
@@ -72,7 +92,8 @@ def check_vectors(plugin: str, alg: Algorithm, open_context: Callable[[bytes], C
 
     Checks the forward direction, the reverse direction for ciphers and AEADs,
     and that an AEAD rejects a tampered tag.  Returns how many vectors ran.
-    Raises :class:`KnownAnswerError` on the first wrong answer (plugin errors
+    Raises :class:`KnownAnswerError` on the first wrong answer
+    (:class:`WrongTypeError` for an answer that is not bytes; plugin errors
     such as ``Unsupported`` or ``OSError`` propagate as they are).
     """
     ran = 0
@@ -80,14 +101,16 @@ def check_vectors(plugin: str, alg: Algorithm, open_context: Callable[[bytes], C
         ctx = open_context(vector.key)
         try:
             if alg.kind == catalog.DIGEST:
-                got = ctx.digest(vector.input)
+                got = returned(plugin, "digest", ctx.digest(vector.input))
                 if got != vector.output:
                     _fail(plugin, alg, vector, "digest", got, vector.output)
             else:
-                got = ctx.encrypt(vector.iv, vector.input, vector.aad)
+                got = returned(plugin, "encrypt", ctx.encrypt(vector.iv, vector.input,
+                                                              vector.aad))
                 if got != vector.output:
                     _fail(plugin, alg, vector, "encryption", got, vector.output)
-                back = ctx.decrypt(vector.iv, vector.output, vector.aad)
+                back = returned(plugin, "decrypt", ctx.decrypt(vector.iv, vector.output,
+                                                               vector.aad))
                 if back != vector.input:
                     _fail(plugin, alg, vector, "decryption", back, vector.input)
                 if alg.kind == catalog.AEAD:
@@ -110,12 +133,13 @@ def _check_rejects_bad_tag(plugin: str, alg: Algorithm, vector: Vector, ctx: Con
 
 
 def check_round_trip(plugin: str, alg: Algorithm, ctx: Context, work: Workload) -> None:
-    """Check that decrypting the benchmark's ciphertext gives its plaintext back."""
+    """Check that decrypting the benchmark's ciphertext gives its plaintext back
+    (:class:`KnownAnswerError` if not, :class:`WrongTypeError` for what is not bytes)."""
     if alg.kind == catalog.DIGEST:
         return
     iv = work.nonces[0] if alg.kind == catalog.AEAD else work.iv
-    sealed = work.ciphertext or ctx.encrypt(iv, work.data)
-    if ctx.decrypt(iv, sealed) != work.data:
+    sealed = work.ciphertext or returned(plugin, "encrypt", ctx.encrypt(iv, work.data))
+    if returned(plugin, "decrypt", ctx.decrypt(iv, sealed)) != work.data:
         raise KnownAnswerError(
             f"{plugin} {alg.name}: decrypting the {work.size}-byte benchmark buffer "
             "did not give the plaintext back")

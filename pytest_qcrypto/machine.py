@@ -4,7 +4,8 @@
 average, CPU frequency governor, turbo / boost) in well under a millisecond;
 saved results keep it beside the figures.  :func:`state_warnings` says, as
 pyperf does, when that state makes every figure unreliable.  :func:`noise`
-says when one measurement is noisy: its rounds spread more than 10%, or its
+says when one measurement is noisy: its rounds stayed under half of min-time
+(a stall during calibration), its rounds spread more than 10%, or its
 CPU time is far below its wall time (the machine was busy, or the work ran
 off the CPU on a hardware engine).  :func:`summary_lines` is what the pytest
 plugin prints under the tables.
@@ -17,7 +18,7 @@ from collections.abc import Sequence
 from dataclasses import asdict, dataclass
 from pathlib import Path
 
-from pytest_qcrypto.harness import Measurement
+from pytest_qcrypto.harness import CALIBRATION_NOTE, Measurement
 
 #: A figure whose slowest round is this much slower than its fastest is noisy.
 MAX_SPREAD = 1.10
@@ -110,8 +111,13 @@ def state_warnings(state: MachineState, jobs: int = 1) -> list[str]:
 
 
 def noise(m: Measurement) -> list[str]:
-    """Why the figure of ``m`` is noisy: a wide spread of rounds, CPU far below wall time."""
+    """Why the figure of ``m`` is noisy: rounds too short to trust (a stall during
+    calibration, :data:`pytest_qcrypto.harness.SHORT_ROUND`), a wide spread of rounds, CPU far
+    below wall time."""
     out = []
+    note = m.extra.get(CALIBRATION_NOTE)
+    if isinstance(note, str) and note:
+        out.append(note)
     if m.rounds_s and min(m.rounds_s) > 0 and m.spread > MAX_SPREAD:
         out.append(f"rounds spread {(m.spread - 1) * 100:.0f}% "
                    f"({min(m.rounds_s):.3g} to {max(m.rounds_s):.3g} s)")

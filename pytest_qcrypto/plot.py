@@ -8,8 +8,9 @@ The HTML page is self-contained: the plots as inline SVG (glyphs drawn as
 paths, no fonts or scripts loaded) and the tables as text.
 
 matplotlib is an optional dependency: ``pip install 'pytest-qcrypto[plot]'``.
-It is imported only when a plot is written; :func:`check_path` says early, with
-that command, when it is missing.
+It is imported only when a plot is asked for; :func:`check_path` imports it
+before anything is measured and says, with that command, when it is missing or
+fails to import.
 """
 
 from __future__ import annotations
@@ -41,14 +42,38 @@ class PlotError(RuntimeError):
 
 
 def check_path(path: str) -> None:
-    """Raise :class:`SettingsError` unless ``path`` has a known suffix and matplotlib is there."""
+    """Raise :class:`SettingsError` unless ``path`` has a known suffix and matplotlib imports
+    (:func:`check_matplotlib`)."""
     suffix = Path(path).suffix.lower()
     if suffix not in PLOT_SUFFIXES:
         raise SettingsError(f"--qcrypto-plot: {path!r} must end in "
                             f"{', '.join(PLOT_SUFFIXES[:-1])} or {PLOT_SUFFIXES[-1]}")
+    check_matplotlib()
+
+
+def check_matplotlib() -> None:
+    """Raise :class:`SettingsError` unless matplotlib is installed and imports, with the
+    modules a plot uses (the figure, and the Agg and SVG backends that draw it).
+
+    Called before anything is measured: an installed matplotlib that fails to
+    import (a missing shared library, a broken install) is named with its own
+    error, not found after the run.  No backend is selected (``matplotlib.use``
+    is not called), so tests that use pyplot keep theirs.
+    """
     if importlib.util.find_spec("matplotlib") is None:
         raise SettingsError(f"--qcrypto-plot needs matplotlib, which is not installed: "
                             f"{INSTALL_HINT}")
+    try:
+        import matplotlib.backends.backend_agg  # noqa: F401
+        import matplotlib.backends.backend_svg  # noqa: F401
+        import matplotlib.figure  # noqa: F401
+        import matplotlib.ticker  # noqa: F401
+    except Exception as exc:  # ImportError, or whatever a broken install raises
+        problem = f"{type(exc).__name__}: {exc}"
+    else:
+        return
+    raise SettingsError(f"--qcrypto-plot needs matplotlib, which is installed but failed to "
+                        f"import: {problem} (reinstall it: {INSTALL_HINT})")
 
 
 def check_writable(path: str) -> None:

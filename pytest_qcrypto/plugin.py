@@ -295,10 +295,11 @@ class QcryptoRun:
             self._check_all()
         self._check_ini_bools()
         self.gate.check()
-        if self.output.plot:
+        if self.output.plots:
             from pytest_qcrypto import plot as plotting
 
-            plotting.check_writable(self.config.getoption("qcrypto_plot"))
+            for typed in self.config.getoption("qcrypto_plot"):
+                plotting.check_writable(typed)
         _ = self.time_limits
 
     # -- collection --------------------------------------------------------------
@@ -480,9 +481,10 @@ class QcryptoRun:
     def pytest_terminal_summary(self, terminalreporter: Any) -> None:
         gate_lines = self._unused_decrypt() + list(self.gate.summary_lines())
         output = self.output
-        if not self.cells and output.plot:  # as --qcrypto-save: no empty file
-            gate_lines.append(f"qcrypto: nothing was measured: {output.plot} not written")
-            output = replace(output, plot=None)
+        if not self.cells and output.plots:  # as --qcrypto-save: no empty file
+            gate_lines.append(f"qcrypto: nothing was measured: {', '.join(output.plots)} not "
+                              "written")
+            output = replace(output, plots=())
         if not self.cells and not gate_lines:
             return
         from pytest_qcrypto.render import baseline_tables, write_summary

@@ -343,12 +343,16 @@ def format_lines(tables: Sequence[Table], fmt: str = "qcrypto", unit: str = DEFA
 
 @dataclass(frozen=True)
 class Output:
-    """The checked output options of a run: unit, format, plot path, bare standard output."""
+    """The checked output options of a run: unit, format, plot paths (absolute, each
+    once; None is none), bare standard output."""
 
     unit: str = DEFAULT_UNIT
     format: str = FORMATS[0]
-    plot: str | None = None
+    plots: tuple[str, ...] = ()
     bare: bool = False
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "plots", tuple(self.plots or ()))
 
 
 def add_options(group: Any) -> None:
@@ -360,17 +364,22 @@ def add_options(group: Any) -> None:
                     help="layout of the results: qcrypto (default), openssl (openssl speed's "
                          "table, 1000s of bytes per second; no --qcrypto-unit with it), "
                          "markdown (for a CI job summary) or csv.")
-    group.addoption("--qcrypto-plot", metavar="PATH", default=None,
+    group.addoption("--qcrypto-plot", action="append", metavar="PATH", default=None,
                     help="also plot throughput against buffer size to PATH (.png, .svg, or a "
-                         "self-contained .html); needs pip install 'pytest-qcrypto[plot]'.")
+                         "self-contained .html, by its suffix; repeatable: every PATH is "
+                         "written); needs pip install 'pytest-qcrypto[plot]'.")
     group.addoption("--qcrypto-bare", action="store_true", default=False,
                     help="write only the results to standard output and pytest's own "
                          "output to standard error (what the qcrypto command does).")
 
 
-def parse_output(unit: str | None = None, fmt: str | None = None, plot: str | None = None,
-                 bare: bool = False) -> Output:
-    """Check the output options; :class:`SettingsError` naming the valid choices."""
+def parse_output(unit: str | None = None, fmt: str | None = None,
+                 plot: str | Sequence[str] | None = None, bare: bool = False) -> Output:
+    """Check the output options; :class:`SettingsError` naming the valid choices.
+
+    ``plot`` is one path or several (each checked; one file given twice is
+    written once).
+    """
     if unit is not None and unit not in UNITS:
         same = [u for u in UNITS if u.lower() == unit.lower()]
         hint = (f"; units are case-sensitive (k = 1000, Ki = 1024, b = bit): "
@@ -386,13 +395,15 @@ def parse_output(unit: str | None = None, fmt: str | None = None, plot: str | No
                 f"--qcrypto-unit {unit} cannot be used with --qcrypto-format openssl, "
                 "whose unit is fixed: 1000s of bytes per second, as openssl speed prints")
         unit = "kB/s"
-    if plot is not None:
+    paths = [plot] if isinstance(plot, str) else list(plot or ())
+    if paths:
         from pytest_qcrypto import plot as plotting
-        from pytest_qcrypto.results import NotARegularFile
 
-        plotting.check_path(plot)
-        plot = os.path.abspath(plot)  # where the run started, like --junitxml
-    return Output(unit or DEFAULT_UNIT, fmt or FORMATS[0], plot, bool(bare))
+        for path in paths:
+            plotting.check_path(path)
+    # where the run started, like --junitxml
+    plots = tuple(dict.fromkeys(os.path.abspath(path) for path in paths))
+    return Output(unit or DEFAULT_UNIT, fmt or FORMATS[0], plots, bool(bare))
 
 
 def output_of(getoption: Callable[[str], Any]) -> Output:
@@ -435,11 +446,11 @@ def write_summary(terminal: Any, tables: Sequence[Table], output: Output, verbos
         side = lines + ([""] if lines and side else []) + side
     for line in side:
         terminal.write_line(line)
-    problems = write_files(tables, output, baseline)
+    problems, plotted = write_files(tables, output, baseline)
     for problem in problems:
         terminal.write_line(f"ERROR: {problem}", red=True)
-    if output.plot and not any(p.startswith(PLOT_PROBLEM) for p in problems):
-        terminal.write_line(f"qcrypto: plot written to {output.plot}")
+    for path in plotted:
+        terminal.write_line(f"qcrypto: plot written to {path}")
     return problems
 
 
@@ -448,8 +459,9 @@ PLOT_PROBLEM = "qcrypto: could not write the plot"
 
 
 def write_files(tables: Sequence[Table], output: Output, baseline: Sequence[Table] = (),
-                text: Sequence[str] | None = None) -> list[str]:
-    """Append to ``$GITHUB_STEP_SUMMARY`` and write ``output.plot``; the problems met.
+                text: Sequence[str] | None = None) -> tuple[list[str], list[str]]:
+    """Append to ``$GITHUB_STEP_SUMMARY`` and write every plot of ``output.plots``: the
+    problems met and the plots written.
 
     ``text`` goes under the plots of an HTML page (default: the tables as printed).
     """
@@ -462,20 +474,23 @@ def write_files(tables: Sequence[Table], output: Output, baseline: Sequence[Tabl
                 f.write("\n")
         except OSError as exc:
             problems.append(f"cannot append to GITHUB_STEP_SUMMARY {summary}: {exc}")
-    if output.plot:
+    plotted: list[str] = []
+    if output.plots:
         from pytest_qcrypto import plot as plotting
         from pytest_qcrypto.results import NotARegularFile
 
-        try:
-            plotting.write(output.plot, tables, output.unit, baseline,
-                           text=format_lines(tables, output.format, output.unit)
-                           if text is None else text)
-        except NotARegularFile as exc:  # its text names the path already
-            problems.append(f"{PLOT_PROBLEM}: {exc.strerror}")
-        except (OSError, plotting.PlotError) as exc:  # as a failed --qcrypto-save says it
-            problems.append(f"{PLOT_PROBLEM} to {output.plot}: "
-                            f"{getattr(exc, 'strerror', None) or exc}")
-    return problems
+        page = format_lines(tables, output.format, output.unit) if text is None else text
+        for path in output.plots:
+            try:
+                plotting.write(path, tables, output.unit, baseline, text=page)
+            except NotARegularFile as exc:  # its text names the path already
+                problems.append(f"{PLOT_PROBLEM}: {exc.strerror}")
+            except (OSError, plotting.PlotError) as exc:  # as a failed --qcrypto-save says it
+                problems.append(f"{PLOT_PROBLEM} to {path}: "
+                                f"{getattr(exc, 'strerror', None) or exc}")
+            else:
+                plotted.append(path)
+    return problems, plotted
 
 
 

@@ -10,6 +10,14 @@ import cryptography.hazmat.backends.openssl  # noqa: F401
 import cryptography.hazmat.decrepit.ciphers.algorithms  # noqa: F401
 import Crypto.Cipher.AES  # noqa: F401
 
+try:  # the same for the matplotlib modules that --qcrypto-plot's start-up check imports
+    import matplotlib.backends.backend_agg  # noqa: F401
+    import matplotlib.backends.backend_svg  # noqa: F401
+    import matplotlib.figure  # noqa: F401
+    import matplotlib.ticker  # noqa: F401
+except ImportError:  # the plot extra is not installed: test_plot skips
+    pass
+
 #: Options that keep a speed matrix fast in tests (figures are never asserted).
 FAST = ("--qcrypto-min-time", "0.001", "--qcrypto-rounds", "1")
 

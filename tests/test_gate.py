@@ -27,8 +27,16 @@ class Missing(CryptoPlugin):
 '''
 
 USAGE = pytest.ExitCode.USAGE_ERROR
-#: A figure in KiB/s, and the same by the clock when a wait for a CPU was taken out of it.
-KIB = r"[\d.]+ KiB/s( \([\d.]+ by the clock, which waited (\d+%|less than 1%) of it for a CPU\))?"
+#: A figure in KiB/s: one per cell, by the clock, as the tables show it.
+KIB = r"[\d.]+ KiB/s"
+#: A floor's figure, which says in words when the try waited for a CPU.
+FLOOR_KIB = KIB + r"( \(by the clock, as the table shows, although (\d+%|less than 1%) of it " \
+    r"was a wait for a CPU\))?"
+#: After a change: the waits for a CPU taken out of it, in words.
+SHARE = r"(\d+%|less than 1%) of it"
+CORRECTION = rf"( without the time (each waited for a CPU \({SHARE} now, {SHARE} in the " \
+    rf"baseline\)|the baseline waited for a CPU \({SHARE}\)|this try waited for a CPU " \
+    rf"\({SHARE}\)))?"
 #: Three tries in a failure message (a try that waited for a CPU says so, and so does the best).
 TRIES = r"tries: [\d.]+( \(waited \d+% of it for a CPU: [\d.]+ without\))?" \
     r"(, [\d.]+( \(waited \d+% of it for a CPU: [\d.]+ without\))?){2} KiB/s \(best [\d.]+" \
@@ -198,8 +206,15 @@ def test_the_baseline_is_judged_without_its_own_wait():
     raised = dataclasses.replace(saved, bytes_per_second=saved.bytes_per_second * 1.5)
     v = judge(m(0.010, cpu=0.010), tries_of(0.010, 0.010, cpu=0.010), 2, raised, TEN, None,
               first_wait=0.0)
-    assert v.failed and "change -33.3%" in v.message
-    assert "by the clock, which waited 50% of it for a CPU" in v.message
+    # one figure per cell, by the clock (the baseline's is the one qcrypto report shows), and
+    # the correction in words
+    assert v.failed and v.message == (
+        "regression: sha256 openssl 4096 B digest: 400000.00 KiB/s now, baseline 300000.00 "
+        "KiB/s, change -33.3% without the time the baseline waited for a CPU (50% of it), "
+        "threshold 10% (--qcrypto-threshold); tries: 400000.00, 400000.00, 400000.00 KiB/s "
+        "(best 400000.00); its fastest round 400000.00 KiB/s is below the baseline's slowest "
+        "round 600000.00 KiB/s (each without its wait for a CPU)")
+    assert f"{raised.kib_per_s:.2f}" == "300000.00"
 
 
 def test_wait_is_never_taken_from_cpu_time():
@@ -243,8 +258,8 @@ def test_best_is_one_of_the_listed_tries():
     assert listed[0] == clock and f"{v.figure / 1024:.2f}" != clock
     assert f"(best {clock}, judged as {v.figure / 1024:.2f} without its wait for a CPU)" in \
         v.message
-    assert f"{v.figure / 1024:.2f} KiB/s now ({clock} by the clock, which waited less than 1% " \
-        "of it for a CPU), baseline " in v.message
+    assert f"digest: {clock} KiB/s now, baseline 800000.00 KiB/s, change -49.9% without the " \
+        "time this try waited for a CPU (less than 1% of it), threshold" in v.message
     # without a wait, "best" is simply the fastest try listed
     v = judge(m(0.0100), tries_of(0.0140, 0.0104), 2, base, TEN, None)
     assert v.tries_text.endswith(f"(best {m(0.0100).kib_per_s:.2f})")
@@ -267,6 +282,40 @@ def test_floor_without_baseline():
     assert v.status == gate.NEW and len(v.tries) == 3
     assert v.message.startswith("below floor: sha256 openssl 4096 B digest: ")
     assert "floor 1000000000.00 KiB/s (qcrypto_floors: '* = 1e9')" in v.message
+
+
+FLOOR = Rule(None, None, None, 390000.0, "qcrypto_floors: '* = 390000'")
+
+
+def test_a_floor_judges_the_figure_by_the_clock():
+    # 4096000 bytes in 0.0106 s by the clock (377358.49 KiB/s, what the table shows), of
+    # which 0.0006 s waiting for a CPU: 400000.00 KiB/s without the wait, above the floor
+    v = judge(m(0.0106, cpu=0.010), tries_of(0.0106, 0.0106, cpu=0.010), 2, None, None, FLOOR,
+              first_wait=1.0, busy=[1.0, 1.0])
+    assert v.failed and v.status == gate.NEW and len(v.tries) == 3
+    assert v.measurement.kib_per_s == pytest.approx(377358.49, abs=0.005)
+    assert v.message == (
+        "below floor: sha256 openssl 4096 B digest: 377358.49 KiB/s (by the clock, as the "
+        "table shows, although 6% of it was a wait for a CPU), floor 390000.00 KiB/s "
+        "(qcrypto_floors: '* = 390000'); tries: 377358.49 (waited 6% of it for a CPU: "
+        "400000.00 without), 377358.49 (waited 6% of it for a CPU: 400000.00 without), "
+        "377358.49 (waited 6% of it for a CPU: 400000.00 without) KiB/s (best 377358.49)")
+    # against a baseline as well: no regression without the wait, still below the floor
+    base = Result.from_measurement(m(0.010, cpu=0.010))
+    v = judge(m(0.0106, cpu=0.010), tries_of(0.0106, 0.0106, cpu=0.010), 2, base, TEN, FLOOR,
+              first_wait=1.0, busy=[1.0, 1.0])
+    assert v.failed and v.status == gate.OK and len(v.tries) == 3
+    assert v.message.startswith("below floor: sha256 openssl 4096 B digest: 377358.49 KiB/s ")
+
+
+def test_the_kept_try_is_one_that_keeps_the_floor():
+    # the first try is the fastest without its wait for a CPU, but below the floor by the
+    # clock; the retry keeps the floor by the clock (392156.86 KiB/s): it counts, and passes
+    for base in (None, Result.from_measurement(m(0.010, cpu=0.010))):
+        v = judge(m(0.0106, cpu=0.010), tries_of(0.0102, 0.0102, cpu=0.0102), 2, base,
+                  TEN if base else None, FLOOR, first_wait=1.0, busy=[0.0, 0.0])
+        assert not v.failed and len(v.tries) == 2 and v.measurement is v.tries[1]
+        assert v.measurement.kib_per_s == pytest.approx(392156.86, abs=0.005)
 
 
 def test_not_judged_only_floors_apply():
@@ -349,7 +398,8 @@ def test_figures_raised_by_half_fail_every_item(fake):
         size = name.split("-")[1].rstrip("]")
         assert re.fullmatch(
             rf"regression: sha256 fake {size} B digest: " + KIB.replace("KiB/s", "KiB/s now", 1)
-            + ", baseline " + KIB + r", change -[3-9]\d\.\d%, threshold 10% \(default\); " + TRIES +
+            + ", baseline " + KIB + r", change -[3-9]\d\.\d%" + CORRECTION
+            + r", threshold 10% \(default\); " + TRIES +
             r"; its fastest round .*", message), message
         assert props["qcrypto_verdict"] == "regression" and props["qcrypto_tries"] == "3"
         assert float(props["qcrypto_change_pct"]) < -30
@@ -481,8 +531,9 @@ def test_floors_from_the_ini_file(fake):
     assert r.ret == 1
     r.assert_outcomes(passed=2, failed=1)  # 64: sha256:fake (two fields) beats *:*:64
     message, props = junit(fake)["sha256[fake-256]"]
-    assert re.fullmatch(r"below floor: sha256 fake 256 B digest: " + KIB + r", floor 1000000.00 "
-                        r"KiB/s \(qcrypto_floors in tox.ini: 'sha256:fake:256 = 1000000'\); "
+    assert re.fullmatch(r"below floor: sha256 fake 256 B digest: " + FLOOR_KIB
+                        + r", floor 1000000.00 KiB/s \(qcrypto_floors in tox.ini: "
+                        r"'sha256:fake:256 = 1000000'\); "
                         + TRIES, message), message
     assert props["qcrypto_floor_kib_per_s"] == "1000000.00"
     assert props["qcrypto_verdict"] == "below floor"
@@ -513,8 +564,9 @@ def test_bad_floor(qcrypto):
                        "--junitxml", "junit.xml")
     r.assert_outcomes(passed=2, failed=2)
     cases = junit(fake)
-    assert re.fullmatch(r"below floor: sha256 fake 64 B digest: " + KIB + r", floor 1000000.00 "
-                        r"KiB/s \(@pytest.mark.qcrypto\(floor=...\)\); tries: .*",
+    assert re.fullmatch(r"below floor: sha256 fake 64 B digest: " + FLOOR_KIB
+                        + r", floor 1000000.00 KiB/s \(@pytest.mark.qcrypto\(floor=...\)\); "
+                        r"tries: .*",
                         cases["test_too_slow"][0])
     assert cases["test_bad_floor"][0] == \
         "@pytest.mark.qcrypto(floor=...): 'a lot' is not a number of KiB/s"
@@ -721,3 +773,35 @@ def test_the_ci_example_settings_are_valid(fake):
     assert r.ret == 0, r.stdout.str()
     props = junit(fake)["sha256[fake-64]"][1]
     assert props["qcrypto_threshold_pct"] == "20"  # "*:*:64 = 20%"
+
+
+# -- options given more than once ---------------------------------------------------------------
+
+
+def test_two_save_paths_are_a_usage_error_naming_both(fake):
+    r = fake.runpytest(*FAKE_RUN, "--qcrypto-size", "16", "--qcrypto-save", "a.json",
+                       "--qcrypto-save=b.json")
+    assert r.ret == USAGE
+    assert [line for line in r.errlines if line] == [
+        "ERROR: --qcrypto-save was given more than once, with different files ('a.json', "
+        "'b.json'): a run writes one results file; give it once"]
+    assert not (fake.path / "a.json").exists() and not (fake.path / "b.json").exists()
+    # the same file twice is that file
+    r = fake.runpytest(*FAKE_RUN, "--qcrypto-size", "16", "--qcrypto-save", "a.json",
+                       "--qcrypto-save", "./a.json")
+    assert r.ret == 0, r.stdout.str()
+    assert len(json.loads((fake.path / "a.json").read_text())["results"]) == 1
+
+
+def test_two_baselines_are_a_usage_error(fake):
+    baseline(fake, name="a.json", sizes="16")
+    baseline(fake, name="b.json", sizes="16")
+    r = compare(fake, "--qcrypto-compare", "b.json", "--qcrypto-compare", "c.json",
+                sizes="16", name="a.json")
+    assert r.ret == USAGE
+    assert [line for line in r.errlines if line] == [
+        "ERROR: --qcrypto-compare was given more than once, with different files ('a.json', "
+        "'b.json', 'c.json'): only one baseline file is supported; give it once"]
+    r = compare(fake, "--qcrypto-compare=a.json", sizes="16", name="a.json")
+    assert r.ret == 0, r.stdout.str()
+    r.stdout.fnmatch_lines(["Regression gate: baseline */a.json (1 result*"])

@@ -4,6 +4,7 @@ import gc
 import hashlib
 import time
 from itertools import repeat
+from pathlib import Path
 
 import pytest
 
@@ -116,6 +117,90 @@ def test_gc_is_off_in_every_timed_run_and_restored_after(was_on):
         assert gc.isenabled() == was_on
     finally:
         gc.enable()
+
+
+def test_a_stall_in_the_last_calibration_run_is_recalibrated_from_a_short_round():
+    # 1 us per operation; the run of 1024 operations stalls for 0.35 s and ends calibration,
+    # so the two rounds after it take 1.024 ms, under half of min-time: the count is chosen
+    # again from that rate (2**7 times more) and all three rounds are timed again
+    fake = FakeMachine(1_000, extra_ns={10: 350_000_000})
+    timing = fake.time(min_time=0.1, rounds=3)
+    assert fake.counts == [2**k for k in range(11)] + [1024, 1024] + [131072] * 3
+    assert timing.count == 131072 and timing.recalibrations == 1 and timing.note == ""
+    assert timing.rounds_s == (0.131072, 0.131072, 0.131072)
+
+
+class Speeding(FakeMachine):
+    """A fake machine whose operations get ``factor`` times faster from each run in ``at``."""
+
+    def __init__(self, ns_per_op, at, factor, **kwargs):
+        super().__init__(ns_per_op, **kwargs)
+        self.at, self.factor = at, factor
+
+    def run(self, count):
+        if len(self.counts) in self.at:
+            self.ns_per_op /= self.factor
+        super().run(count)
+
+
+def test_rounds_still_short_after_two_recalibrations_are_kept_with_a_note():
+    # as above, but the operations get 16 times faster with each new count: every set of
+    # rounds is short, and after two recalibrations the rounds are kept, with the reason
+    fake = Speeding(1_000, extra_ns={10: 350_000_000}, at={13, 16}, factor=16)
+    timing = fake.time(min_time=0.1, rounds=3)
+    assert fake.counts == [2**k for k in range(11)] + [1024, 1024] + [131072] * 3 + \
+        [2097152] * 3
+    assert timing.count == 2097152 and timing.recalibrations == 2
+    assert timing.rounds_s == pytest.approx((0.008192,) * 3)
+    assert timing.note == ("rounds of 8.19 ms, under half of min-time 0.1 s, after 2 "
+                           "recalibrations (a stall during calibration)")
+    m = Measurement("sha256", "fake", 16, "digest", timing.count, timing.rounds_s,
+                    timing.cpu_s, extra={harness.CALIBRATION_NOTE: timing.note})
+    from pytest_qcrypto import machine
+
+    assert machine.noise(m) == [timing.note]
+
+
+def test_one_short_round_is_named_as_one():
+    assert harness.short_rounds_note([150e6, 2.35e6, 140e6], 0.1, 1) == (
+        "a round of 2.35 ms, under half of min-time 0.1 s, after 1 recalibration (a stall "
+        "during calibration)")
+    assert harness.short_rounds_note([2.35e6, 7e6, 140e6], 0.1, 2).startswith(
+        "rounds of 2.35 to 7 ms, ")
+
+
+def test_a_single_round_cannot_be_short():
+    fake = FakeMachine(1_000, extra_ns={10: 350_000_000})
+    timing = fake.time(min_time=0.1, rounds=1)  # the only round is the last calibration run
+    assert fake.counts == [2**k for k in range(11)] and timing.recalibrations == 0
+
+
+def test_short_rounds_are_a_noisy_figure_under_the_tables(pytester):
+    # every measurement's calibration on the fake machine of the test above
+    pytester.makeconftest('''
+import pytest
+from pytest_qcrypto import harness
+from test_harness import Speeding
+
+real = harness.time_runner
+
+@pytest.fixture(autouse=True)
+def stalled(monkeypatch):
+    def on_the_fake(run, *, min_time, rounds, **kw):
+        fake = Speeding(1_000, extra_ns={10: 350_000_000}, at={13, 16}, factor=16)
+        return real(fake.run, min_time=min_time, rounds=rounds, clock=fake.clock,
+                    cpu_clock=fake.clock)
+    monkeypatch.setattr(harness, "time_runner", on_the_fake)
+''')
+    pytester.syspathinsert(Path(__file__).parent)
+    r = pytester.runpytest("--qcrypto-digest", "sha256", "--qcrypto-plugin", "hashlib",
+                           "--qcrypto-size", "16", "--qcrypto-min-time", "0.1",
+                           "--qcrypto-rounds", "3", "-p", "no:cacheprovider")
+    r.assert_outcomes(passed=1)
+    r.stdout.fnmatch_lines([
+        "noisy figures (median round shown; 1 of 1):",
+        "  sha256 hashlib 16 bytes: rounds of 8.19 ms, under half of min-time 0.1 s, after 2 "
+        "recalibrations (a stall during calibration)"])
 
 
 def test_gc_is_restored_when_the_runner_raises():

@@ -106,6 +106,45 @@ def test_time_jobs_with_fake_workers():
     json.dumps(record)  # saved results take it as is
 
 
+class StalledClock(FakeClock):
+    """:class:`FakeClock` whose run of ``stall_at`` operations stalls for ``stall_ns``."""
+
+    def __init__(self, ns_per_op, stall_at, stall_ns):
+        super().__init__(ns_per_op)
+        self.stall_at, self.stall_ns = stall_at, stall_ns
+
+    def run(self, count):
+        super().run(count)
+        if count == self.stall_at:
+            self.now += self.stall_ns
+
+
+@pytest.mark.parametrize("speedup, calls, note", [
+    # a stall of 0.35 s ends calibration at 1024 operations: the workers' rounds take
+    # 1.024 ms, so the count is chosen again from that rate (2**7 times more)
+    (1, [(3, 1024, 2), (3, 131072, 2)], ""),
+    # the workers get 16 times faster with each count: still short after two recalibrations
+    (16, [(3, 1024, 2), (3, 131072, 2), (3, 2097152, 2)],
+     "rounds of 8.19 ms, under half of min-time 0.1 s, after 2 recalibrations (a stall during "
+     "calibration)"),
+])
+def test_a_stalled_calibration_is_chosen_again_from_the_workers_rounds(speedup, calls, note):
+    fake = StalledClock(1_000, stall_at=1024, stall_ns=350_000_000)
+    seen = []
+
+    def start(run, n, count, rounds, timeout_s, clocks):
+        ns = 1000 / speedup ** len(seen)
+        seen.append((n, count, rounds))
+        return [[WorkerRound(count, r * 10**10, r * 10**10 + int(count * ns), 0)
+                 for r in range(rounds)] for _ in range(n)]
+
+    timing = time_jobs(fake.run, 3, min_time=0.1, rounds=2, start=start, clock=fake.clock,
+                       cpu_clock=fake.clock)
+    assert seen == calls
+    assert timing.count == 3 * calls[-1][1] and timing.note == note
+    assert timing.recalibrations == len(calls) - 1
+
+
 def sha256_runner(count, buf=b"y" * 64):
     import hashlib
 

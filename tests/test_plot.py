@@ -199,6 +199,39 @@ def test_missing_matplotlib_is_a_usage_error_naming_the_extra(pytester, monkeypa
             "pip install 'pytest-qcrypto[plot]'") in r.stderr.str()
 
 
+def broken_matplotlib(pytester, monkeypatch):
+    """A ``matplotlib`` package first on PYTHONPATH that fails to import, as one whose shared
+    library is missing does."""
+    broken = pytester.path / "broken" / "matplotlib"
+    broken.mkdir(parents=True)
+    (broken / "__init__.py").write_text('raise ImportError("libfoo.so missing")\n')
+    monkeypatch.setenv("PYTHONPATH", str(broken.parent))
+
+
+def test_a_matplotlib_that_fails_to_import_is_a_usage_error_before_measuring(pytester,
+                                                                           monkeypatch):
+    broken_matplotlib(pytester, monkeypatch)
+    r = pytester.run(sys.executable, "-m", "pytest", "-p", "no:cacheprovider", *RUN,
+                     "--qcrypto-plot", "out.svg", timeout=120)
+    assert r.ret == pytest.ExitCode.USAGE_ERROR
+    assert [line for line in r.errlines if line] == [
+        "ERROR: --qcrypto-plot needs matplotlib, which is installed but failed to import: "
+        "ImportError: libfoo.so missing (reinstall it: pip install 'pytest-qcrypto[plot]')"]
+    assert "Benchmark results" not in r.stdout.str() and "passed" not in r.stdout.str()
+    assert not (pytester.path / "out.svg").exists()
+
+
+def test_report_with_a_matplotlib_that_fails_to_import_is_a_usage_error(pytester, monkeypatch):
+    assert pytester.runpytest(*RUN, "--qcrypto-save", "one.json").ret == 0
+    broken_matplotlib(pytester, monkeypatch)
+    r = qcrypto_report(pytester, "one.json", "--qcrypto-plot", "report.png")
+    assert r.ret == pytest.ExitCode.USAGE_ERROR
+    assert r.outlines == []  # no table printed before the error
+    assert r.errlines == ["ERROR: --qcrypto-plot needs matplotlib, which is installed but "
+                          "failed to import: ImportError: libfoo.so missing (reinstall it: "
+                          "pip install 'pytest-qcrypto[plot]')"]
+
+
 # -- where a plot cannot go: a usage error up front, or exit 1 at the end ---------------------
 
 RUN = ("--qcrypto-digest", "sha256", "--qcrypto-plugin", "hashlib", "--qcrypto-size", "16", *FAST)
@@ -308,3 +341,46 @@ def test_report_plot_that_fails_at_the_end_exits_1(pytester, monkeypatch, capsys
     out, err = capsys.readouterr()
     assert out.startswith("Benchmark results for 'sha256' digest (KiB/s):")  # the tables stay
     assert err == f"ERROR: qcrypto: could not write the plot to {where}: No space left on device\n"
+
+
+# -- several plots -------------------------------------------------------------------------
+
+def test_every_plot_path_is_written_each_in_the_format_of_its_suffix(pytester):
+    (pytester.path / "plots").mkdir()
+    r = pytester.runpytest(*RUN, "--qcrypto-plot", "plots/a.png", "--qcrypto-plot=plots/b.svg",
+                           "--qcrypto-plot", "plots/c.html", "--qcrypto-plot", "plots/b.svg")
+    assert r.ret == 0, r.stdout.str()
+    written = [line for line in r.outlines if line.startswith("qcrypto: plot written to ")]
+    assert written == [f"qcrypto: plot written to {pytester.path / 'plots' / name}"
+                       for name in ("a.png", "b.svg", "c.html")]  # b.svg once
+    assert (pytester.path / "plots" / "a.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+    assert (pytester.path / "plots" / "b.svg").read_text().startswith("<?xml")
+    assert (pytester.path / "plots" / "c.html").read_text().startswith("<!DOCTYPE html>")
+
+
+@pytest.mark.parametrize("first, message", [
+    ("speed.jpg", "ERROR: --qcrypto-plot: 'speed.jpg' must end in .png, .svg or .html"),
+    ("no-such-dir/b.svg", "ERROR: --qcrypto-plot: cannot write no-such-dir/b.svg: directory "
+                          "{dir}/no-such-dir does not exist"),
+])
+def test_every_plot_path_is_checked_before_measuring(pytester, first, message):
+    r = pytester.runpytest(*RUN, "--qcrypto-plot", first, "--qcrypto-plot", "a.svg")
+    assert r.ret == pytest.ExitCode.USAGE_ERROR
+    assert message.format(dir=pytester.path) in r.errlines
+    assert not (pytester.path / "a.svg").exists()
+
+
+def test_qcrypto_speed_and_report_write_every_plot(pytester):
+    r = pytester.run(sys.executable, "-m", "pytest_qcrypto.cli", "speed", "-D", "sha256",
+                     "-P", "hashlib", "--qcrypto-size", "16", "--qcrypto-min-time", "0.001",
+                     "--qcrypto-rounds", "1", "--qcrypto-save", "one.json", "--qcrypto-plot",
+                     "s.svg", "--qcrypto-plot", "s.png", timeout=300)
+    assert r.ret == 0, r.stderr.str()
+    assert (pytester.path / "s.svg").stat().st_size and (pytester.path / "s.png").stat().st_size
+    r = qcrypto_report(pytester, "one.json", "--qcrypto-plot", "r.html", "--qcrypto-plot",
+                       "r.svg")
+    assert r.ret == 0, r.stderr.str()
+    assert r.errlines == [f"qcrypto: plot written to {pytester.path / name}"
+                          for name in ("r.html", "r.svg")]
+    assert "<svg" in (pytester.path / "r.html").read_text()
+    assert (pytester.path / "r.svg").read_text().startswith("<?xml")

@@ -188,7 +188,7 @@ def test_a_unit_with_the_openssl_format_is_a_usage_error(unit):
 def test_plot_suffix_is_checked():
     with pytest.raises(SettingsError, match=r"must end in \.png, \.svg or \.html"):
         parse_output(plot="speed.jpg")
-    assert parse_output(plot="out/speed.SVG").plot == os.path.abspath("out/speed.SVG")
+    assert parse_output(plot="out/speed.SVG").plots == (os.path.abspath("out/speed.SVG"),)
 
 
 # -- where the lines go --------------------------------------------------------------

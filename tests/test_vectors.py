@@ -69,3 +69,98 @@ def test_aead_accepting_a_tampered_tag_fails():
     alg = catalog.lookup("aes-128-gcm")
     with pytest.raises(kat.KnownAnswerError, match="tampered aes-128-gcm tag"):
         kat.check_vectors("lax", alg, lambda key: _NoTagCheck(alg, key))
+
+
+class _Returns(Context):
+    """A context that answers right (through openssl) except that ``method`` returns ``odd``."""
+
+    def __init__(self, algorithm, key, method, odd):
+        super().__init__(algorithm, key)
+        self._real = REGISTRY.resolve("openssl").plugin.open(algorithm, key)
+        self.method, self.odd = method, odd
+
+    def _answer(self, method, *args):
+        real = getattr(self._real, method)(*args)
+        if method != self.method:
+            return real
+        return self.odd(real) if callable(self.odd) else self.odd
+
+    def digest(self, data):
+        return self._answer("digest", data)
+
+    def encrypt(self, iv, data, aad=b""):
+        return self._answer("encrypt", iv, data, aad)
+
+    def decrypt(self, iv, data, aad=b""):
+        return self._answer("decrypt", iv, data, aad)
+
+
+@pytest.mark.parametrize("algorithm, method, odd, name", [
+    ("sha256", "digest", "ba7816bf", "str"),
+    ("aes-128-cbc", "encrypt", [1, 2, 3], "list"),
+    ("aes-128-gcm", "decrypt", None, "NoneType"),
+    ("aes-128-cbc", "decrypt", "plaintext", "str"),
+])
+def test_an_answer_that_is_not_bytes_names_the_plugin_and_method(algorithm, method, odd, name):
+    alg = catalog.lookup(algorithm)
+    with pytest.raises(kat.WrongTypeError) as e:
+        kat.check_vectors("odd", alg, lambda key: _Returns(alg, key, method, odd))
+    assert str(e.value) == f"plugin odd returned {name} from {method}(), expected bytes"
+
+
+@pytest.mark.parametrize("kind", [bytearray, memoryview])
+def test_bytes_like_answers_are_answers(kind):
+    for algorithm, method in (("sha256", "digest"), ("aes-128-cbc", "encrypt"),
+                              ("aes-128-gcm", "decrypt")):
+        alg = catalog.lookup(algorithm)
+        ran = kat.check_vectors(kind.__name__, alg, lambda key: _Returns(alg, key, method, kind))
+        assert ran == len(kat.vectors(algorithm)) > 0
+
+
+ODD_PLUGINS = '''
+import hashlib
+from pytest_qcrypto.backends import Context, CryptoPlugin
+
+class OddContext(Context):
+    def __init__(self, algorithm, key, odd):
+        super().__init__(algorithm, key)
+        self.odd = odd
+    def digest(self, data):
+        real = hashlib.sha256(data).digest()
+        return real.hex() if self.odd == "strdigest" else real
+    def runner(self, work):
+        if self.odd == "norunner":
+            return None
+        return lambda count: None
+
+class Odd(CryptoPlugin):
+    library = "a plugin returning odd types"
+    def __init__(self, name):
+        self.name = name
+    def supported(self):
+        return frozenset({"sha256"})
+    def open(self, algorithm, key, variant=None):
+        return OddContext(algorithm, key, self.name)
+
+def pytest_qcrypto_plugins():
+    return [Odd("strdigest"), Odd("norunner")]
+'''
+
+
+@pytest.mark.parametrize("plugin, message", [
+    ("strdigest", "plugin strdigest returned str from digest(), expected bytes"),
+    ("norunner", "plugin norunner returned NoneType from runner(), expected a callable that "
+                 "runs count operations"),
+])
+def test_a_plugin_returning_the_wrong_type_fails_its_item_naming_the_plugin(pytester, plugin,
+                                                                          message):
+    pytester.makeconftest(ODD_PLUGINS)
+    r = pytester.runpytest("--qcrypto-digest", "sha256", "--qcrypto-plugin", plugin,
+                           "--qcrypto-size", "16", "--qcrypto-min-time", "0.001",
+                           "--qcrypto-rounds", "1", "-p", "no:cacheprovider")
+    r.assert_outcomes(failed=1)
+    out = r.stdout.str()
+    r.stdout.fnmatch_lines([f"*_ qcrypto::sha256?{plugin}-16? _*", message, "*qcrypto speed*",
+                            f"  x {plugin} (all sizes) failed: {message}"])
+    assert "Traceback" not in out and "AttributeError" not in out and "kat.py" not in out
+    assert "harness.py" not in out and "TypeError" not in out
