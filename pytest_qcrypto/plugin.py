@@ -129,24 +129,18 @@ def list_plugins(registry: Registry) -> list[str]:
     """The ``--qcrypto-list`` text: each plugin, its state, library, algorithms, details."""
     lines = ["crypto plugins (first available is the default):"]
     for p in registry.plugins:
+        supported = registry.supported(p)  # first: a supported() that fails makes p unavailable
         why = registry.unavailable(p)
         aliases = f" (aliases: {', '.join(p.aliases)})" if p.aliases else ""
         lines.append(f"{p.name}{aliases}: {'available' if why is None else 'unavailable: ' + why}")
         lines.append(f"  library: {p.library}")
         if why is None:
-            try:
-                lines.append(f"  version: {p.version()}")
-            except Exception as exc:
-                lines.append(f"  version: unknown ({type(exc).__name__}: {exc})")
-        supported = registry.supported(p)
+            lines.append(f"  version: {registry.version(p)}")
         for kind in (catalog.DIGEST, catalog.CIPHER, catalog.AEAD):
             names = [n for n in catalog.names(kind) if n in supported]
             if names:
                 lines.append(f"  {kind}s: {', '.join(names)}")
-        try:
-            lines.extend(f"  {line}" for line in p.details())
-        except Exception as exc:
-            lines.append(f"  details unavailable: {type(exc).__name__}: {exc}")
+        lines.extend(f"  {line}" for line in registry.details(p))
     return lines
 
 
