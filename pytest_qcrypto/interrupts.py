@@ -47,6 +47,7 @@ class Interrupts:
         #: the handlers found when ours were installed, by signal
         self._earlier: dict[int, Any] = {}
         self._holding = False
+        self._saved = False
 
     # -- what the run did --------------------------------------------------------------
 
@@ -83,6 +84,7 @@ class Interrupts:
     def release(self) -> None:
         """The results are saved: signals held back so far are done with, and from now on
         each signal does what it would without this plugin."""
+        self._saved = True
         if self._holding:
             self._holding = False
             self.restore()
@@ -100,7 +102,7 @@ class Interrupts:
         self.note(name)
         self.signals += 1
         if self.signals == 1:
-            self._holding = True
+            self._holding = not self._saved
             raise KeyboardInterrupt() if signum == signal.SIGINT else KeyboardInterrupt(
                 f"received {name}")
         if self._holding and self.signals <= HELD_AT_MOST:

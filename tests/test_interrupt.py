@@ -287,3 +287,14 @@ def test_signals_handled_by_someone_else_are_left_alone(default_handlers):
     assert signal.getsignal(signal.SIGINT) == watch._on_signal
     watch.restore()
     assert signal.getsignal(signal.SIGINT) is signal.default_int_handler
+
+
+def test_after_the_save_a_signal_is_not_held(default_handlers):
+    watch = Interrupts()
+    watch.catch()
+    watch.release()  # the results were saved before any interrupt
+    with pytest.raises(KeyboardInterrupt):
+        deliver(signal.SIGINT)
+    with pytest.raises(KeyboardInterrupt):
+        deliver(signal.SIGINT)  # not held: nothing is left to save
+    assert watch.signals == 2
