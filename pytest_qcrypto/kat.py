@@ -69,14 +69,13 @@ def _fail(plugin: str, alg: Algorithm, vector: Vector, what: str, got: bytes, wa
 
 def check_vectors(plugin: str, alg: Algorithm, open_context: Callable[[bytes], Context],
                   close: Callable[[Context], None] | None = None) -> int:
-    """Run every vector of ``alg`` through contexts from ``open_context(key)``.
+    """Run every vector of ``alg`` through contexts from ``open_context(key)``, each
+    closed by ``close(ctx)`` (default ``ctx.close()``; the harness bounds it in time).
 
     Checks the forward direction, the reverse direction for ciphers and AEADs,
     and that an AEAD rejects a tampered tag.  Returns how many vectors ran.
     Raises :class:`KnownAnswerError` on the first wrong answer (plugin errors
-    such as ``Unsupported`` or ``OSError`` propagate as they are).  Each
-    context is closed with ``close(ctx)`` (default ``ctx.close()``; the
-    harness passes one bounded in time).
+    such as ``Unsupported`` or ``OSError`` propagate as they are).
     """
     ran = 0
     for vector in vectors(alg.name):
