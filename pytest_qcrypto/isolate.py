@@ -123,7 +123,8 @@ def run_isolated(fn: Callable[[], T], seconds: float | None,
 
 def _child(fn: Callable[[], Any], close: Callable[[], None] | None, write_fd: int,
            parent: int) -> None:
-    """In the forked child: run, close, send ``("ok", result)`` or ``("error", exception)``, exit."""
+    """In the forked child: run ``fn``, then ``close``; send ``("ok", result)`` or
+    ``("error", exception)``; exit."""
     code = 0
     try:
         die_with_parent(parent)  # a parent killed outright takes the child along

@@ -1,4 +1,4 @@
-"""Time limits on calls into crypto plugins: a SIGALRM deadline (the child process is in isolate.py).
+"""Time limits on calls into crypto plugins: a SIGALRM deadline (the child process: isolate.py).
 
 A crypto plugin can hang: a Python loop that never ends, a ``read`` on a
 socket or pipe that never gets data, an ``ioctl`` on a kernel driver that
