@@ -19,7 +19,8 @@ from dataclasses import dataclass
 from functools import partial
 from types import TracebackType
 
-from pytest_qcrypto import catalog, harness, jobs as multi, kat, timeout as limits
+from pytest_qcrypto import catalog, harness, isolate as isolation, jobs as multi, kat
+from pytest_qcrypto import timeout as limits
 from pytest_qcrypto.backends import Context, Unsupported, Workload
 from pytest_qcrypto.catalog import Algorithm
 from pytest_qcrypto.harness import Measurement
@@ -98,15 +99,20 @@ class BenchContext:
     timed.  Use as a context manager, or call :meth:`close`.
     """
 
-    def __init__(self, selection: Selection, alg: Algorithm, ctx: Context,
-                 rng: Randomness) -> None:
+    def __init__(self, selection: Selection, alg: Algorithm, ctx: Context | None,
+                 rng: Randomness, key: bytes | None = None) -> None:
         self.selection = selection
         self.algorithm = alg
+        #: the plugin's context; None when it is opened afresh in each isolated
+        #: measurement's child process (``open_context(..., isolate=True)``)
         self.context = ctx
+        #: the key to open ``context`` with in the child (isolated); None when not needed
+        self.key = key
         self.rng = rng
         self.checked = False
-        #: set when a measurement timed out in this process: the plugin was interrupted
-        #: mid-call (or is stuck), so the context is never used again, only closed
+        #: set when a measurement in this process timed out or was interrupted (Ctrl-C,
+        #: SIGTERM), or a close() did not return: the plugin was stopped mid-call (or is
+        #: stuck), so the context is never used again, only closed (errors ignored)
         self.abandoned = False
         #: set by :meth:`close`: a closed context is never measured
         self.closed = False
@@ -118,12 +124,14 @@ class BenchContext:
         """
         if not self.checked:
             plugin, variant, alg = self.selection.plugin, self.selection.variant, self.algorithm
-            kat.check_vectors(self.selection.typed, alg, lambda key: plugin.open(alg, key, variant))
+            kat.check_vectors(self.selection.typed, alg, lambda key: plugin.open(alg, key, variant),
+                              close=close_bounded)
             self.checked = True
 
     @property
     def driver(self) -> str | None:
-        return self.context.driver
+        """The context's driver; None when not known (or not opened in this process)."""
+        return self.context.driver if self.context is not None else None
 
     def workload(self, size: int, decrypt: bool = False) -> Workload:
         """Random buffer (and IV, nonces, ciphertext) of ``size`` bytes for this context."""
@@ -165,9 +173,13 @@ class BenchContext:
 
         ``timeout`` (seconds, None: no limit) bounds the whole call, known
         answers included: past it, raises ``MeasurementTimeout`` and, when
-        measured in this process, marks the context :attr:`abandoned`.
-        ``isolate`` measures in a child process instead (see
-        :mod:`pytest_qcrypto.timeout` for what each can stop).
+        measured in this process, marks the context :attr:`abandoned` (so does
+        an interrupt, Ctrl-C or SIGTERM).  A known-answer context whose
+        ``close()`` does not return within ``CLOSE_TIMEOUT`` raises
+        ``CallTimeout``.  ``isolate`` measures in a child process instead (see
+        :mod:`pytest_qcrypto.timeout` for what each can stop); a context opened
+        with ``isolate=True`` is opened, checked, measured and closed there,
+        and a failure to open raises :class:`OpenError`.
         """
         if self.abandoned:
             raise RuntimeError(f"{self.selection.typed} {self.algorithm.name}: this context was "
@@ -180,13 +192,33 @@ class BenchContext:
             raise ValueError(problem)
         multi.check_jobs(jobs)
         body = partial(self._measure, size, decrypt, min_time, rounds, jobs)
+        if self.context is None:  # opened, measured and closed in the child
+            return isolation.run_isolated(partial(self._open_and_measure, body), timeout,
+                                       close=self._close_in_child)
         if isolate:
-            return limits.run_isolated(body, timeout)
+            return isolation.run_isolated(body, timeout)
         try:
             return limits.call_with_deadline(body, timeout)
-        except limits.MeasurementTimeout:
-            self.abandoned = True
+        except BaseException as exc:
+            if not isinstance(exc, Exception):  # a timeout, Ctrl-C, SIGTERM mid-call
+                self.abandoned = True
             raise
+
+    def _open_and_measure(self, body: partial[Measurement]) -> Measurement:
+        """In an isolated child: open this context (``OpenError`` if that fails), run ``body``."""
+        try:
+            self.context = open_plugin_context(self.selection, self.algorithm, self.key or b"")
+        except Exception as exc:
+            try:
+                exc.qcrypto_origin = limits.origin(exc)  # type: ignore[attr-defined]
+            except Exception:
+                pass  # an exception type without attributes: sent without its origin
+            raise OpenError(exc) from None
+        return body()
+
+    def _close_in_child(self) -> None:
+        if self.context is not None:
+            self.context.close()  # run_isolated bounds it
 
     def _measure(self, size: int, decrypt: bool, min_time: float, rounds: int,
                  jobs: int) -> Measurement:
@@ -215,15 +247,27 @@ class BenchContext:
             driver=self.context.driver, hardware=self.context.hardware, extra=extra)
 
     def close(self) -> None:
-        """Close the context; one abandoned after a timeout gets a short deadline, errors ignored."""
+        """Close the context, within ``CLOSE_TIMEOUT`` seconds (``timeout.CLOSE_TIMEOUT``).
+
+        Raises ``CallTimeout`` past it (the context is then :attr:`abandoned`)
+        and what the plugin's ``close()`` raises.  An abandoned context's close
+        gets the same limit, and its errors are ignored: its measurement already
+        failed, or the run is being interrupted.  Closing twice does nothing.
+        """
         if self.closed:
             return
         self.closed = True
+        if self.context is None:
+            return  # opened and closed in the isolated children
         if not self.abandoned:
-            self.context.close()
+            try:
+                close_bounded(self.context)
+            except limits.CallTimeout:
+                self.abandoned = True
+                raise
             return
         try:
-            limits.call_with_deadline(self.context.close, limits.CLOSE_TIMEOUT)
+            close_bounded(self.context)
         except (Exception, limits.MeasurementTimeout):
             pass  # the measurement already failed; a wedged session cannot be helped here
 
@@ -235,21 +279,46 @@ class BenchContext:
         self.close()
 
 
+class OpenError(Exception):
+    """Opening a context failed in an isolated child; ``cause`` is what the plugin raised."""
+
+    def __init__(self, cause: BaseException) -> None:
+        super().__init__(cause)
+        self.cause = cause
+
+
+def close_bounded(ctx: Context) -> None:
+    """``ctx.close()`` within ``timeout.CLOSE_TIMEOUT`` seconds; ``CallTimeout`` past it."""
+    limits.call_bounded(ctx.close, "close()", limits.CLOSE_TIMEOUT)
+
+
+def open_plugin_context(selection: Selection, alg: Algorithm, key: bytes) -> Context:
+    """``selection.plugin.open(alg, key, variant)``, checked to be a ``Context`` (``TypeError``)."""
+    ctx = selection.plugin.open(alg, key, selection.variant)
+    if not isinstance(ctx, Context):
+        raise TypeError(f"{type(selection.plugin).__name__}.open() returned {ctx!r:.60}, "
+                        "not a pytest_qcrypto.backends.Context")
+    return ctx
+
+
 def open_context(selection: Selection, algorithm: str | Algorithm,
-                 rng: Randomness | None = None) -> BenchContext:
+                 rng: Randomness | None = None, *, isolate: bool = False) -> BenchContext:
     """Open the benchmark context of ``algorithm`` in the selected plugin, with a random key.
 
     Raises ``Unsupported`` / ``Unavailable`` from the plugin, with its reason,
     and ``TypeError`` when the plugin returns something that is not a ``Context``.
-    The known-answer check runs later, in :meth:`BenchContext.check`.
+    The known-answer check runs later, in :meth:`BenchContext.check`.  With
+    ``isolate`` the plugin is not called here: the key is drawn, and each
+    :meth:`BenchContext.measure` opens, checks, measures and closes the
+    context in a child process (``--qcrypto-isolate``), so that a crash in the
+    plugin's ``open()`` costs one measurement.
     """
     alg = resolve_algorithm(algorithm)
     rng = rng or Randomness()
-    ctx = selection.plugin.open(alg, rng.key(alg), selection.variant)
-    if not isinstance(ctx, Context):
-        raise TypeError(f"{type(selection.plugin).__name__}.open() returned {ctx!r:.60}, "
-                        "not a pytest_qcrypto.backends.Context")
-    return BenchContext(selection, alg, ctx, rng)
+    key = rng.key(alg)
+    if isolate:
+        return BenchContext(selection, alg, None, rng, key)
+    return BenchContext(selection, alg, open_plugin_context(selection, alg, key), rng, key)
 
 
 @dataclass(frozen=True)

@@ -5,8 +5,12 @@ cannot run, or lacks the algorithm, skips the test with the reason; a wrong
 known answer or a plugin error fails it with a one-line message naming plugin,
 algorithm and what went wrong.  A measurement (or opening a context) that
 takes longer than ``--qcrypto-timeout`` fails with ``timed out after N s in
-PLUGIN ALGORITHM at SIZE bytes`` (:mod:`pytest_qcrypto.timeout`).  Every
-measurement is recorded into the run's summary table.
+PLUGIN ALGORITHM at SIZE bytes`` (:mod:`pytest_qcrypto.timeout`); a context
+whose ``close()`` does not return within ``CLOSE_TIMEOUT`` fails its item with
+``PLUGIN ALGORITHM: close() did not return within 5 s; the context was
+abandoned``.  With ``--qcrypto-isolate`` the context is opened in each
+measurement's child process, never here.  Every measurement is recorded into
+the run's summary table.
 """
 
 from __future__ import annotations
@@ -23,6 +27,7 @@ from pytest_qcrypto import bench, timeout as limits
 from pytest_qcrypto.backends import AuthenticationError, Unavailable, Unsupported
 from pytest_qcrypto.bench import BenchContext, Randomness
 from pytest_qcrypto.harness import Measurement, TimerError
+from pytest_qcrypto.isolate import IsolatedError
 from pytest_qcrypto.jobs import JobsError
 from pytest_qcrypto.kat import KnownAnswerError
 from pytest_qcrypto.registry import Registry, RegistryError
@@ -37,6 +42,24 @@ def _plugin_error(exc: BaseException) -> str:
     """``Type: message (file:line in function)``, where the plugin raised it."""
     where = limits.origin(exc)
     return f"{type(exc).__name__}: {exc}" + (f" ({where})" if where else "")
+
+
+def _open_failed(who: str, exc: BaseException) -> NoReturn:
+    """Skip or fail the test for what a plugin's ``open()`` raised (``who``: plugin, algorithm).
+
+    Unavailable, unsupported or refused by the system (``OSError``): a skip
+    with the reason; anything else is a plugin bug that fails this item.
+    """
+    if isinstance(exc, (Unavailable, Unsupported)):
+        pytest.skip(f"{who}: {exc}")
+    if isinstance(exc, OSError):
+        pytest.skip(f"{who}: cannot open a context: {_errno_text(exc)}")
+    fail(f"{who}: cannot open a context: {_plugin_error(exc)}")
+
+
+def _abandoned(who: str, exc: limits.CallTimeout) -> str:
+    """``stuckclose sha256: close() did not return within 5 s; the context was abandoned``."""
+    return f"{who}: {exc}; the context was abandoned"
 
 
 #: Called with each new measurement and a callable that measures the same cell again
@@ -121,6 +144,10 @@ class MeasuredContext:
             return self.bench.measure(size, decrypt=decrypt, **dataclasses.asdict(options))
         except limits.MeasurementTimeout as exc:
             fail(f"timed out after {exc.seconds:g} s in {who} at {size} bytes")
+        except limits.CallTimeout as exc:
+            fail(_abandoned(who, exc))
+        except bench.OpenError as exc:  # opening it in the isolated child failed
+            _open_failed(who, exc.cause)
         except KnownAnswerError as exc:
             fail(str(exc))
         except Unsupported as exc:
@@ -132,13 +159,22 @@ class MeasuredContext:
         except OSError as exc:
             driver = f" (driver {self.driver})" if self.driver else ""
             fail(f"{who}{driver} at {size} bytes failed: {_errno_text(exc)}")
-        except limits.IsolatedError as exc:
+        except IsolatedError as exc:
             fail(f"{who} at {size} bytes: {exc}")
         except Exception as exc:  # the plugin broke mid-measurement: this item fails, others run
             fail(f"{who} at {size} bytes failed: {_plugin_error(exc)}")
 
     def close(self) -> None:
-        self.bench.close()
+        """Close the context (within ``timeout.CLOSE_TIMEOUT`` seconds).
+
+        Fails the test with ``PLUGIN ALGORITHM: close() did not return within
+        5 s; the context was abandoned`` past the limit; raises what the
+        plugin's ``close()`` raises.
+        """
+        try:
+            self.bench.close()
+        except limits.CallTimeout as exc:
+            fail(_abandoned(f"{self.plugin} {self.algorithm}", exc))
 
     def __enter__(self) -> MeasuredContext:
         return self
@@ -160,11 +196,15 @@ class QcryptoFixture:
     """
 
     def __init__(self, registry: Callable[[], Registry], record: Recorder, rng: Randomness,
-                 options: MeasureOptions | None = None) -> None:
+                 options: MeasureOptions | None = None,
+                 interrupted: Callable[[], bool] = lambda: False) -> None:
         self._registry = registry
         self._record = record
         self._rng = rng
         self.options = options or MeasureOptions()
+        #: whether the run is being interrupted (Ctrl-C, SIGTERM): contexts are then
+        #: closed as abandoned, so that no close error turns the interrupt into a crash
+        self._interrupted = interrupted
         self._open: list[MeasuredContext] = []
 
     def open(self, algorithm: str, plugin: str) -> MeasuredContext:
@@ -185,17 +225,15 @@ class QcryptoFixture:
             why = registry.unavailable(selection.plugin)
             pytest.skip(f"{plugin}: unavailable: {why}" if why
                         else f"{plugin} does not support {alg.name}")
+        isolate = self.options.isolate  # then opened in each measurement's child process
         try:
             ctx = limits.call_with_deadline(
-                lambda: bench.open_context(selection, alg, self._rng), self.options.timeout)
+                lambda: bench.open_context(selection, alg, self._rng, isolate=isolate),
+                self.options.timeout)
         except limits.MeasurementTimeout as exc:
             fail(f"timed out after {exc.seconds:g} s in {plugin} {alg.name} opening a context")
-        except (Unavailable, Unsupported) as exc:
-            pytest.skip(f"{plugin} {alg.name}: {exc}")
-        except OSError as exc:
-            pytest.skip(f"{plugin} {alg.name}: cannot open a context: {_errno_text(exc)}")
-        except Exception as exc:  # a plugin bug: fail this item with it, the run goes on
-            fail(f"{plugin} {alg.name}: cannot open a context: {_plugin_error(exc)}")
+        except Exception as exc:  # a plugin bug fails this item, the run goes on
+            _open_failed(f"{plugin} {alg.name}", exc)
         measured = MeasuredContext(ctx, self._record, self.options)
         self._open.append(measured)
         return measured
@@ -203,13 +241,25 @@ class QcryptoFixture:
     def close(self) -> None:
         """Close every context this fixture opened (teardown), also when one fails to close.
 
-        The first error is raised once all are closed.
+        Each ``close()`` has its own limit (``timeout.CLOSE_TIMEOUT`` seconds).
+        The first error is raised once all are closed.  While the run is being
+        interrupted, or once an interrupt arrives during a close, the rest are
+        closed as abandoned (within the limit, errors ignored) and the
+        interrupt is raised at the end.
         """
         first: BaseException | None = None
+        interrupt: BaseException | None = None
         while self._open:
+            ctx = self._open.pop()
+            if interrupt is not None or self._interrupted():
+                ctx.bench.abandoned = True
             try:
-                self._open.pop().close()
-            except Exception as exc:
+                ctx.close()
+            except (Exception, pytest.fail.Exception) as exc:
                 first = first or exc
+            except BaseException as exc:  # Ctrl-C or SIGTERM during this close
+                interrupt = interrupt or exc
+        if interrupt is not None:
+            raise interrupt
         if first is not None:
             raise first

@@ -850,12 +850,15 @@ class Gate:
 
     # -- the end of the run --------------------------------------------------------------
 
-    def finish(self, session: pytest.Session, exitstatus: int) -> None:
+    def finish(self, session: pytest.Session, exitstatus: int, ran_to_end: bool = True) -> None:
         """Save the results file, if asked (from ``pytest_sessionfinish``).
 
         A run that measured nothing writes nothing (an empty file would pass
         every later comparison); a file that cannot be written is an error
-        line and exit status 1.
+        line and exit status 1.  The file says ``"complete": true`` only when
+        ``ran_to_end`` (every benchmark item finished, no interrupt was seen:
+        see :mod:`pytest_qcrypto.interrupts`) and the exit status and session
+        agree; an incomplete run never replaces an existing file.
         """
         if self.save_path is None or hasattr(self.config, "workerinput"):
             return  # (a pytest-xdist worker: the controller saves)
@@ -866,9 +869,10 @@ class Gate:
             self.saved = (f"qcrypto: nothing was measured ({why}): {self.save_path} not "
                           "written")
             return
-        complete = (exitstatus not in (pytest.ExitCode.INTERRUPTED,
-                                       pytest.ExitCode.INTERNAL_ERROR,
-                                       pytest.ExitCode.USAGE_ERROR)
+        complete = (ran_to_end
+                    and exitstatus not in (pytest.ExitCode.INTERRUPTED,
+                                           pytest.ExitCode.INTERNAL_ERROR,
+                                           pytest.ExitCode.USAGE_ERROR)
                     and not session.shouldstop and not session.shouldfail)
         typed = list(dict.fromkeys(r.plugin for r in self.results))
         try:

@@ -9,7 +9,6 @@ option, fixture or marker asks for a measurement.  The run's state lives in one
 from __future__ import annotations
 
 import re
-import signal
 import sys
 from collections.abc import Callable, Generator, Iterator
 from dataclasses import replace
@@ -23,6 +22,7 @@ from pytest_qcrypto import catalog, gate, jobs, machine, settings
 from pytest_qcrypto.bench import Case, Randomness, direction_of
 from pytest_qcrypto.catalog import Algorithm
 from pytest_qcrypto.harness import Measurement
+from pytest_qcrypto.interrupts import Interrupts
 from pytest_qcrypto.registry import Registry, RegistryError, Selection
 from pytest_qcrypto.settings import Settings, SettingsError
 from pytest_qcrypto import timeout as qtimeout
@@ -129,24 +129,18 @@ def list_plugins(registry: Registry) -> list[str]:
     """The ``--qcrypto-list`` text: each plugin, its state, library, algorithms, details."""
     lines = ["crypto plugins (first available is the default):"]
     for p in registry.plugins:
+        supported = registry.supported(p)  # first: a supported() that fails makes p unavailable
         why = registry.unavailable(p)
         aliases = f" (aliases: {', '.join(p.aliases)})" if p.aliases else ""
         lines.append(f"{p.name}{aliases}: {'available' if why is None else 'unavailable: ' + why}")
         lines.append(f"  library: {p.library}")
         if why is None:
-            try:
-                lines.append(f"  version: {p.version()}")
-            except Exception as exc:
-                lines.append(f"  version: unknown ({type(exc).__name__}: {exc})")
-        supported = registry.supported(p)
+            lines.append(f"  version: {registry.version(p)}")
         for kind in (catalog.DIGEST, catalog.CIPHER, catalog.AEAD):
             names = [n for n in catalog.names(kind) if n in supported]
             if names:
                 lines.append(f"  {kind}s: {', '.join(names)}")
-        try:
-            lines.extend(f"  {line}" for line in p.details())
-        except Exception as exc:
-            lines.append(f"  details unavailable: {type(exc).__name__}: {exc}")
+        lines.extend(f"  {line}" for line in registry.details(p))
     return lines
 
 
@@ -474,9 +468,18 @@ class QcryptoRun:
             out.append(Table(alg.name, alg.table_kind, direction, plugins, sizes, cells))
         return out
 
+    @pytest.hookimpl(tryfirst=True)  # saved before anything else can be interrupted
     def pytest_sessionfinish(self, session: pytest.Session, exitstatus: int) -> None:
         self.session = session  # the summary below may still set its exit status
-        self.gate.finish(session, exitstatus)  # --qcrypto-save
+        interrupts = self._guard().interrupts
+        try:
+            self.gate.finish(session, exitstatus, interrupts.ran_to_end)  # --qcrypto-save
+        finally:
+            interrupts.release()
+
+    def _guard(self) -> RunGuard:
+        guard: RunGuard = self.config.pluginmanager.get_plugin(GUARD_NAME)
+        return guard
 
     def pytest_terminal_summary(self, terminalreporter: Any) -> None:
         gate_lines = self._unused_decrypt() + list(self.gate.summary_lines())
@@ -524,7 +527,9 @@ class QcryptoRun:
             self.machine_state = machine.capture()
         timeout, isolate = self.time_limits
         options = MeasureOptions(s.min_time, s.rounds, self.jobs, timeout, isolate)
-        return QcryptoFixture(lambda: self.registry, self.record, self.rng, options)
+        interrupts = self._guard().interrupts
+        return QcryptoFixture(lambda: self.registry, self.record, self.rng, options,
+                              interrupted=lambda: interrupts.seen is not None)
 
 
 class SpeedMatrix(pytest.Collector):
@@ -641,7 +646,7 @@ def qcrypto_context(qcrypto: Any, qcrypto_case: Case) -> Any:
     return qcrypto.open(qcrypto_case.algorithm, qcrypto_case.plugin)
 
 
-# -- reliability: SIGTERM, pytest-xdist -----------------------------------------------
+# -- reliability: interrupts, pytest-xdist -----------------------------------------------
 
 #: The skip reason of benchmark items on pytest-xdist workers.
 XDIST_SKIP = ("not measured under pytest-xdist: a measurement must not share the machine "
@@ -654,23 +659,24 @@ def is_benchmark(item: pytest.Item) -> bool:
 
 
 class RunGuard:
-    """Keeps measurements off pytest-xdist workers and makes SIGTERM an interrupt.
+    """Keeps measurements off pytest-xdist workers, and watches for interrupts.
 
     Under ``-n N`` (N > 0) each worker skips its benchmark items (they would
     share the CPUs with other tests) and runs everything else; the controller,
     which collects nothing itself, counts those skips in the reports the
-    workers send and prints one notice.  In a run with benchmark items, a
-    SIGTERM (a CI runner's timeout) raises ``KeyboardInterrupt`` like Ctrl-C,
-    so that pytest's interrupt path runs: the summary shows what was measured
-    and ``--qcrypto-save`` writes it marked incomplete.  A second SIGTERM ends
-    the process at once.
+    workers send and prints one notice.  In a run with benchmark items, Ctrl-C
+    and SIGTERM (a CI runner's timeout) are watched by :attr:`interrupts`
+    (:mod:`pytest_qcrypto.interrupts`): SIGTERM raises ``KeyboardInterrupt``
+    like Ctrl-C, so that pytest's interrupt path runs, and ``--qcrypto-save``
+    marks the results complete only when every benchmark item ran to its end
+    and no interrupt was seen.
     """
 
     def __init__(self, config: pytest.Config) -> None:
         self.config = config
         self.worker = hasattr(config, "workerinput")
         self.skipped_on_workers = 0
-        self._on_sigterm: Any = None
+        self.interrupts = Interrupts()
 
     def pytest_collection_modifyitems(self, items: list[pytest.Item]) -> None:
         benchmarks = [item for item in items if is_benchmark(item)]
@@ -678,7 +684,16 @@ class RunGuard:
             for item in benchmarks:
                 item.add_marker(pytest.mark.skip(reason=XDIST_SKIP))
         elif benchmarks:
-            self._catch_sigterm()
+            self.interrupts.catch()
+
+    def pytest_collection_finish(self, session: pytest.Session) -> None:
+        self.interrupts.expect(item.nodeid for item in session.items if is_benchmark(item))
+
+    def pytest_runtest_logfinish(self, nodeid: str) -> None:
+        self.interrupts.finished(nodeid)
+
+    def pytest_keyboard_interrupt(self) -> None:
+        self.interrupts.note("KeyboardInterrupt")
 
     def pytest_runtest_logreport(self, report: pytest.TestReport) -> None:
         if (not self.worker and report.when == "setup" and report.skipped
@@ -696,18 +711,5 @@ class RunGuard:
                 f"{workers}, and a measurement must not share the machine with other "
                 "work; run benchmarks with -n 0")
 
-    def _catch_sigterm(self) -> None:
-        if not qtimeout.can_interrupt() or signal.getsignal(signal.SIGTERM) != signal.SIG_DFL:
-            return  # not the main thread, or someone else handles SIGTERM
-
-        def on_sigterm(signum: int, frame: Any) -> None:
-            signal.signal(signal.SIGTERM, signal.SIG_DFL)  # a second one ends the run at once
-            raise KeyboardInterrupt("received SIGTERM")
-
-        signal.signal(signal.SIGTERM, on_sigterm)
-        self._on_sigterm = on_sigterm
-
     def pytest_unconfigure(self) -> None:
-        if self._on_sigterm is not None and signal.getsignal(signal.SIGTERM) is self._on_sigterm:
-            signal.signal(signal.SIGTERM, signal.SIG_DFL)  # unless someone replaced ours since
-        self._on_sigterm = None
+        self.interrupts.restore()

@@ -17,7 +17,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from functools import cached_property
 
-from pytest_qcrypto import settings
+from pytest_qcrypto import settings, timeout as limits
 from pytest_qcrypto.backends import CryptoPlugin, Unavailable
 
 
@@ -113,29 +113,66 @@ class Registry:
         return Selection(typed.strip(), plugin, variant or None)
 
     def unavailable(self, plugin: CryptoPlugin) -> str | None:
-        """Why ``plugin`` cannot run here, or None when it can (probed once)."""
+        """Why ``plugin`` cannot run here, or None when it can (probed once).
+
+        A ``probe()`` that raises, or does not return within
+        ``timeout.QUERY_TIMEOUT`` seconds, makes the plugin unavailable with
+        that reason (``probe() did not return within 10 s``).
+        """
         if plugin.name not in self._status:
             try:
-                plugin.probe()
+                limits.call_bounded(plugin.probe, "probe()", limits.QUERY_TIMEOUT)
                 self._status[plugin.name] = None
             except Unavailable as exc:
                 self._status[plugin.name] = str(exc) or "unavailable"
+            except limits.CallTimeout as exc:
+                self._status[plugin.name] = str(exc)
             except Exception as exc:  # a third-party probe that breaks is unavailable, not a crash
                 self._status[plugin.name] = f"probe failed: {type(exc).__name__}: {exc}"
         return self._status[plugin.name]
 
     def supported(self, plugin: CryptoPlugin) -> frozenset[str]:
-        """Catalog names ``plugin`` supports (empty when unavailable; asked once)."""
+        """Catalog names ``plugin`` supports (empty when unavailable; asked once).
+
+        A ``supported()`` that raises or does not return within
+        ``timeout.QUERY_TIMEOUT`` seconds makes the plugin unavailable
+        (``could not list its algorithms: supported() did not return within 10 s``).
+        """
         if plugin.name not in self._supported:
             found: frozenset[str] = frozenset()
             if self.unavailable(plugin) is None:
                 try:
-                    found = frozenset(n for n in plugin.supported() if isinstance(n, str))
+                    found = limits.call_bounded(
+                        lambda: frozenset(n for n in plugin.supported() if isinstance(n, str)),
+                        "supported()", limits.QUERY_TIMEOUT)
+                except limits.CallTimeout as exc:
+                    self._status[plugin.name] = f"could not list its algorithms: {exc}"
                 except Exception as exc:
                     self._status[plugin.name] = (
                         f"could not list its algorithms: {type(exc).__name__}: {exc}")
             self._supported[plugin.name] = found
         return self._supported[plugin.name]
+
+    def version(self, plugin: CryptoPlugin) -> str:
+        """``plugin.version()``, or ``unknown (why)`` when it raises or does not return
+        within ``timeout.QUERY_TIMEOUT`` seconds."""
+        try:
+            return str(limits.call_bounded(plugin.version, "version()", limits.QUERY_TIMEOUT))
+        except limits.CallTimeout as exc:
+            return f"unknown ({exc})"
+        except Exception as exc:  # a third-party plugin's version() must not stop a run
+            return f"unknown ({type(exc).__name__}: {exc})"
+
+    def details(self, plugin: CryptoPlugin) -> list[str]:
+        """``plugin.details()`` for ``--qcrypto-list``; one line saying why when it raises
+        or does not return within ``timeout.QUERY_TIMEOUT`` seconds."""
+        try:
+            return limits.call_bounded(lambda: [str(x) for x in plugin.details()], "details()",
+                                       limits.QUERY_TIMEOUT)
+        except limits.CallTimeout as exc:
+            return [f"details unavailable: {exc}"]
+        except Exception as exc:
+            return [f"details unavailable: {type(exc).__name__}: {exc}"]
 
     def default(self) -> Selection | None:
         """The first available plugin in registration order, or None."""

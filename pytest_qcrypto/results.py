@@ -80,7 +80,7 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
 
-from pytest_qcrypto import __version__, catalog
+from pytest_qcrypto import __version__, catalog, timeout as limits
 from pytest_qcrypto.harness import KIB, Measurement
 
 FORMAT = "pytest-qcrypto results"
@@ -347,7 +347,9 @@ def plugin_entries(typed_names: Iterable[str], resolve: Callable[[str], Any],
         try:
             sel = resolve(typed)
             canonical, library = sel.canonical, sel.plugin.library
-            version = sel.plugin.version()
+            version = limits.call_bounded(sel.plugin.version, "version()", limits.QUERY_TIMEOUT)
+        except limits.CallTimeout as exc:  # a hung version() must not hang the save
+            version = f"unknown ({exc})"
         except Exception as exc:  # a third-party plugin's version() must not lose the results
             canonical, library = typed, ""
             version = f"unknown ({type(exc).__name__}: {exc})"

@@ -1,4 +1,4 @@
-"""Per-measurement time limits: a SIGALRM deadline, or a child process that can be abandoned.
+"""Time limits on calls into crypto plugins: a SIGALRM deadline (the child process: isolate.py).
 
 A crypto plugin can hang: a Python loop that never ends, a ``read`` on a
 socket or pipe that never gets data, an ``ioctl`` on a kernel driver that
@@ -17,16 +17,18 @@ SIZE bytes`` and the run goes on.  Two ways to enforce it:
   thread only (elsewhere the measurement runs without a limit), and restores
   any ``SIGALRM`` handler and timer that was there before, so it nests with
   other users of the alarm (pytest-timeout's signal method).
-* In a child process (``--qcrypto-isolate``), :func:`run_isolated`: each
-  measurement runs in a forked child that sends its result back over a pipe.
-  On timeout the parent kills the child (``SIGKILL``) and does not wait for a
-  child that cannot die (a process in an uninterruptible kernel wait ignores
-  even ``SIGKILL`` until the kernel lets it go; a crashed driver may never),
-  so the run still ends.  The child (and the ``--qcrypto-jobs`` workers it
-  forks) is killed by the kernel when the parent dies (Linux; see
-  :func:`pytest_qcrypto.jobs.die_with_parent`).  A child that crashes
-  (``SIGSEGV`` in a C library) fails only its item.  It costs a ``fork`` per
-  measurement and needs ``os.fork`` (POSIX).
+* In a child process (``--qcrypto-isolate``),
+  :func:`pytest_qcrypto.isolate.run_isolated`: each measurement, opening the
+  context included, runs in a forked child that is killed on timeout (and left
+  behind if it cannot die, so the run still ends); a crash costs one item.
+
+Every other call into a crypto plugin has a limit of its own, whatever
+``--qcrypto-timeout`` says, enforced by the same alarm (:func:`call_bounded`):
+each ``close()`` of a context :data:`CLOSE_TIMEOUT` seconds (past it the item
+fails with ``PLUGIN ALGORITHM: close() did not return within 5 s; the context
+was abandoned``); ``probe()``, ``supported()``, ``version()`` and ``details()``
+:data:`QUERY_TIMEOUT` seconds (past it the plugin is unavailable, with that
+reason, or its version reads ``unknown (...)``).
 
 Nothing here imports pytest; :func:`parse_timeout` and :func:`check_isolate`
 raise :class:`~pytest_qcrypto.settings.SettingsError` for a usage error.
@@ -34,11 +36,7 @@ raise :class:`~pytest_qcrypto.settings.SettingsError` for a usage error.
 
 from __future__ import annotations
 
-import gc
-import math
 import os
-import pickle
-import select
 import signal
 import threading
 import time
@@ -48,7 +46,6 @@ from contextlib import contextmanager
 from types import FrameType
 from typing import Any, TypeVar
 
-from pytest_qcrypto.jobs import die_with_parent, libc_prctl
 from pytest_qcrypto.settings import SettingsError, decimal_number
 
 T = TypeVar("T")
@@ -60,11 +57,12 @@ DEFAULT_TIMEOUT = 60.0
 MAX_TIMEOUT = 86400.0
 #: What ``--qcrypto-timeout`` takes to mean no limit at all.
 OFF = "off"
-#: Seconds an abandoned context gets to close (interruptible waits only, like the deadline).
+#: Seconds each ``close()`` of a crypto plugin's context gets (interruptible waits only, like
+#: the deadline; with ``--qcrypto-isolate`` also a hang in C code of the measured context).
 CLOSE_TIMEOUT = 5.0
-#: Seconds to wait for a killed child to be reaped before abandoning it.
-REAP_WAIT = 1.0
-
+#: Seconds each of a crypto plugin's ``probe()``, ``supported()``, ``version()`` and
+#: ``details()`` gets, while collecting, listing (``--qcrypto-list``) or saving results.
+QUERY_TIMEOUT = 10.0
 
 class MeasurementTimeout(BaseException):
     """A measurement did not finish within its time limit.
@@ -79,8 +77,30 @@ class MeasurementTimeout(BaseException):
         self.seconds = seconds
 
 
-class IsolatedError(RuntimeError):
-    """The measurement process died without a result, or its error could not be sent back."""
+class CallTimeout(RuntimeError):
+    """One call into a crypto plugin (``close()``, ``probe()``...) did not return in time.
+
+    ``str()`` is ``close() did not return within 5 s``; ``call`` names the
+    call, ``seconds`` is its limit.  An ordinary exception: it is raised once
+    the plugin's code has been left (see :func:`call_bounded`).
+    """
+
+    def __init__(self, call: str, seconds: float) -> None:
+        super().__init__(f"{call} did not return within {seconds:g} s")
+        self.call = call
+        self.seconds = seconds
+
+    def __reduce__(self) -> tuple[Any, ...]:  # sent back from an isolated child
+        return (type(self), (self.call, self.seconds))
+
+
+class _CallExpired(BaseException):
+    """Raised by the alarm inside a bounded call: a ``BaseException``, like
+    :class:`MeasurementTimeout`, so the plugin's ``except Exception`` cannot swallow it."""
+
+    def __init__(self, seconds: float) -> None:
+        super().__init__(seconds)
+        self.seconds = seconds
 
 
 def origin(exc: BaseException) -> str | None:
@@ -172,8 +192,10 @@ def can_interrupt() -> bool:
 
 
 @contextmanager
-def deadline(seconds: float | None) -> Iterator[None]:
-    """Raise :class:`MeasurementTimeout` in the body once ``seconds`` have passed.
+def deadline(seconds: float | None,
+             error: Callable[[float], BaseException] = MeasurementTimeout) -> Iterator[None]:
+    """Raise :class:`MeasurementTimeout` (or ``error(seconds)``) in the body once
+    ``seconds`` have passed.
 
     ``None`` (or where :func:`can_interrupt` is false) sets no limit.  The
     ``SIGALRM`` handler and ``ITIMER_REAL`` timer found on entry are put back
@@ -194,7 +216,7 @@ def deadline(seconds: float | None) -> Iterator[None]:
             return
         now = time.monotonic()
         if now >= ends - 0.001:
-            raise MeasurementTimeout(seconds)
+            raise error(seconds)
         # the earlier timer is due first: hand it its alarm, then wait for the next one
         earlier_due = earlier_due + earlier_interval if earlier_interval > 0 else None
         _call_handler(earlier_handler, signum, frame)
@@ -238,167 +260,16 @@ def call_with_deadline(fn: Callable[[], T], seconds: float | None) -> T:
         return fn()
 
 
-# -- in a child process --------------------------------------------------------------
+def call_bounded(fn: Callable[[], T], call: str, seconds: float | None) -> T:
+    """``fn()``, a call into a crypto plugin named ``call`` (``"close()"``), within ``seconds``.
 
-#: Children killed on timeout that had not exited yet; reaped when they can be.
-_abandoned: set[int] = set()
-
-
-def abandoned_children() -> frozenset[int]:
-    """Process ids of killed measurement children not yet reaped (stuck in the kernel)."""
-    _reap_abandoned()
-    return frozenset(_abandoned)
-
-
-def _reap_abandoned() -> None:
-    for pid in list(_abandoned):
-        try:
-            done, _ = os.waitpid(pid, os.WNOHANG)
-        except ChildProcessError:
-            done = pid
-        if done:
-            _abandoned.discard(pid)
-
-
-def run_isolated(fn: Callable[[], T], seconds: float | None) -> T:
-    """Run ``fn()`` in a forked child and return its result (pickled back over a pipe).
-
-    What ``fn`` raises is raised here (as :class:`IsolatedError` when it cannot
-    be pickled).  Past ``seconds`` (None: no limit) the child is killed with
-    ``SIGKILL`` and :class:`MeasurementTimeout` raised; a child that cannot be
-    reaped within :data:`REAP_WAIT` seconds is left behind (see
-    :func:`abandoned_children`).  A child that dies without a result raises
-    :class:`IsolatedError` naming its exit code or signal.  Interrupting the
-    parent (Ctrl-C) kills the child too.
+    Raises :class:`CallTimeout` past the limit (what :func:`deadline` can stop:
+    Python code and blocking system calls, in the main thread); what ``fn``
+    raises goes through.  A measurement deadline around it that expires first
+    still raises :class:`MeasurementTimeout`.
     """
-    _reap_abandoned()
-    libc_prctl()  # loaded here, not in the child
-    parent = os.getpid()
-    read_fd, write_fd = os.pipe()
-    gc.freeze()  # the child's collector leaves the parent's objects (and their finalizers) be
     try:
-        pid = os.fork()
-    except BaseException:
-        gc.unfreeze()
-        os.close(read_fd)
-        os.close(write_fd)
-        raise
-    if pid == 0:  # the child: never returns
-        os.close(read_fd)
-        _child(fn, write_fd, parent)
-    gc.unfreeze()
-    os.close(write_fd)
-    ends = None if seconds is None else time.monotonic() + seconds
-    try:
-        data = _read_until_eof(read_fd, ends)
-    except BaseException:  # Ctrl-C, SIGTERM: the child goes too
-        os.close(read_fd)
-        _kill(pid)
-        raise
-    os.close(read_fd)
-    if data is None:
-        _kill(pid)
-        raise MeasurementTimeout(seconds or 0.0)
-    # the child closed its end: it is exiting (if it does not, it is killed)
-    return _outcome(data, _kill(pid, first_wait=REAP_WAIT))
-
-
-def _child(fn: Callable[[], Any], write_fd: int, parent: int) -> None:
-    """In the forked child: run, send ``("ok", result)`` or ``("error", exception)``, exit."""
-    code = 0
-    try:
-        die_with_parent(parent)  # a parent killed outright takes the child along
-        for sig in (signal.SIGINT, signal.SIGTERM):
-            signal.signal(sig, signal.SIG_DFL)  # a Ctrl-C or CI's SIGTERM ends the child
-        try:
-            payload = pickle.dumps(("ok", fn()))
-        except Exception as exc:
-            try:
-                exc.qcrypto_origin = origin(exc)  # type: ignore[attr-defined]
-            except Exception:
-                pass  # an exception type without attributes: sent without its origin
-            payload = _pickled_error(exc)
-        except BaseException as exc:  # SystemExit, KeyboardInterrupt: not for the parent to raise
-            payload = _pickled_error(IsolatedError(f"{type(exc).__name__}: {exc}"))
-        view = memoryview(payload)
-        while view:
-            view = view[os.write(write_fd, view):]
-    except BaseException:
-        code = 70  # EX_SOFTWARE: the parent reports the exit code
-    finally:
-        os._exit(code)
-
-
-def _pickled_error(exc: BaseException) -> bytes:
-    try:
-        payload = pickle.dumps(("error", exc))
-        pickle.loads(payload)  # some exceptions pickle but cannot be rebuilt
-        return payload
-    except Exception:
-        return pickle.dumps(("error", IsolatedError(f"{type(exc).__name__}: {exc}")))
-
-
-def _read_until_eof(fd: int, ends: float | None) -> bytes | None:
-    """Everything until the child closes its end, or None once ``ends`` has passed."""
-    chunks = []
-    poller = select.poll()  # not select(): it cannot watch a descriptor above 1023
-    poller.register(fd, select.POLLIN)
-    while True:
-        left = None if ends is None else ends - time.monotonic()
-        if left is not None and left <= 0:
-            return None
-        if not poller.poll(None if left is None else max(1, math.ceil(left * 1000))):
-            return None
-        chunk = os.read(fd, 1 << 16)
-        if not chunk:
-            return b"".join(chunks)
-        chunks.append(chunk)
-
-
-def _kill(pid: int, first_wait: float = 0.0) -> int | None:
-    """Reap the child, killing it first (or after ``first_wait`` seconds); its wait status.
-
-    A child that cannot be reaped within :data:`REAP_WAIT` seconds of the kill
-    (stuck in the kernel) is left in :data:`_abandoned`; then None.
-    """
-    killed = False
-    give_up = time.monotonic() + first_wait
-    while True:
-        try:
-            done, status = os.waitpid(pid, os.WNOHANG)
-        except ChildProcessError:
-            return None
-        if done:
-            return status
-        now = time.monotonic()
-        if now >= give_up:
-            if killed:
-                _abandoned.add(pid)
-                return None
-            try:
-                os.kill(pid, signal.SIGKILL)
-            except ProcessLookupError:
-                pass
-            killed, give_up = True, now + REAP_WAIT
-        time.sleep(0.002)
-
-
-def _outcome(data: bytes, status: int | None) -> Any:
-    try:
-        kind, value = pickle.loads(data) if data else (None, None)
-    except Exception:
-        kind, value = None, None
-    if kind == "ok":
-        return value
-    if kind == "error":
-        raise value
-    if status is None:
-        raise IsolatedError("the measurement process ended without a result")
-    code = os.waitstatus_to_exitcode(status)
-    if code < 0:
-        try:
-            name = signal.Signals(-code).name
-        except ValueError:
-            name = f"signal {-code}"
-        raise IsolatedError(f"the measurement process was killed by {name} without a result")
-    raise IsolatedError(f"the measurement process exited with code {code} without a result")
+        with deadline(seconds, _CallExpired):
+            return fn()
+    except _CallExpired as exc:
+        raise CallTimeout(call, exc.seconds) from None

@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from pytest_qcrypto import catalog, timeout as qtimeout
+from pytest_qcrypto import catalog, isolate
 from pytest_qcrypto.backends import Context, CryptoPlugin, builtin_plugins
 from pytest_qcrypto.bench import Randomness
 from pytest_qcrypto.fixture import MeasureOptions, QcryptoFixture
@@ -161,7 +161,7 @@ def test_every_error_path_closes_what_it_opened(how, limits, expected):
         assert expected in outcome
     assert LIVE == set()
     assert open_fds() == before
-    assert qtimeout.abandoned_children() == frozenset()
+    assert isolate.abandoned_children() == frozenset()
 
 
 def test_teardown_closes_the_others_when_one_close_fails():
@@ -181,7 +181,7 @@ def test_a_hundred_isolated_measurements_leave_no_process_or_descriptor():
     before = open_fds()
     started = time.monotonic()
     for _ in range(100):
-        qtimeout.run_isolated(lambda: 1, 5)
+        isolate.run_isolated(lambda: 1, 5)
     assert open_fds() == before
-    assert qtimeout.abandoned_children() == frozenset()
+    assert isolate.abandoned_children() == frozenset()
     assert time.monotonic() - started < 30

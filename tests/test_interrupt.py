@@ -7,6 +7,7 @@ saved results.  Every wait has a limit, so this suite cannot hang.
 
 import json
 import os
+import re
 import signal
 import subprocess
 import sys
@@ -16,6 +17,7 @@ import pytest
 
 from conftest import FAST
 from pytest_qcrypto import results
+from pytest_qcrypto.interrupts import Interrupts
 from test_timeout import MISBEHAVING_PLUGINS
 
 SHA256 = "Benchmark results for 'sha256' digest (KiB/s):"
@@ -80,3 +82,221 @@ def test_interrupt_in_isolate_mode_kills_the_measurement_process(pytester):
     with pytest.raises(ProcessLookupError):
         os.kill(child, 0)
     assert results.load(pytester.path / "results.json").complete is False
+
+
+# -- a second signal, and an interrupt while a context closes ------------------------------
+
+#: A conftest hook that takes its time over an interrupt, as a slow plugin would: it notes
+#: when pytest is handling the first interrupt, so that the second arrives right then.
+SLOW_INTERRUPT_HOOK = '''
+
+def pytest_keyboard_interrupt(excinfo):
+    Path(__file__).with_name("handling").write_text("")
+    time.sleep(2)
+'''
+
+#: The first line a results file of this suite starts with; what a baseline looks like
+#: does not matter here, only that not one byte of it changes.
+BASELINE = b'{\n "schema_version": 2,\n "complete": true,\n "results": []\n}\n'
+
+
+def run_signalled(pytester, conftest, plugins, signals, *args):
+    """Run pytest and send ``signals``, each ``(signal, wait)``: ``wait`` is a file to wait for
+    (relative to the test folder) or seconds to sleep first.  (exit code, output)."""
+    pytester.makeconftest(conftest)
+    cmd = [sys.executable, "-m", "pytest", "-p", "no:cacheprovider", "--qcrypto-digest", "sha256",
+           "--qcrypto-plugin", plugins, "--qcrypto-size", "16,64", "--qcrypto-timeout", "60",
+           "--qcrypto-save", "r.json", *FAST, *args]
+    proc = subprocess.Popen(cmd, cwd=pytester.path, stdout=subprocess.PIPE,
+                            stderr=subprocess.STDOUT, text=True,
+                            preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL))
+    try:
+        for sig, wait in signals:
+            if isinstance(wait, str):
+                give_up = time.monotonic() + 60
+                while (not (pytester.path / wait).exists() and proc.poll() is None
+                       and time.monotonic() < give_up):
+                    time.sleep(0.005)
+                assert (pytester.path / wait).exists(), proc.communicate(timeout=30)[0]
+            else:
+                time.sleep(wait)
+            proc.send_signal(sig)
+        out, _ = proc.communicate(timeout=60)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.communicate()
+    return proc.returncode, out
+
+
+def assert_baseline_kept(pytester, out):
+    assert (pytester.path / "r.json").read_bytes() == BASELINE, out
+    partial = results.load(pytester.path / "r.json.partial")
+    assert partial.complete is False
+    assert [(r.plugin, r.size) for r in partial.results] == [("hashlib", 16), ("hashlib", 64)]
+
+
+@pytest.mark.parametrize("second", [signal.SIGINT, signal.SIGTERM], ids=["SIGINT", "SIGTERM"])
+def test_a_second_signal_while_pytest_handles_the_first_keeps_the_baseline(pytester, second):
+    """The second signal arrives while pytest handles the first, when its exit status still
+    reads OK: the run must still count as interrupted, and the results still be saved."""
+    (pytester.path / "r.json").write_bytes(BASELINE)
+    code, out = run_signalled(pytester, MISBEHAVING_PLUGINS + SLOW_INTERRUPT_HOOK,
+                              "hashlib,sleepy", [(signal.SIGINT, "started"), (second, "handling")])
+    assert code == pytest.ExitCode.INTERRUPTED, out
+    assert_baseline_kept(pytester, out)
+    assert re.search(r'the run did not finish: 2 results saved to \S*/r\.json\.partial '
+                     r'\("complete": false\); \S*/r\.json left untouched', out), out
+    # where the signal found the run, not the handler that turned it into KeyboardInterrupt
+    assert re.search(r"^\S+:\d+: KeyboardInterrupt$", out, re.MULTILINE), out
+    assert "interrupts.py" not in out
+    assert SHA256 in out  # the tables of what was measured, all the same
+
+
+@pytest.mark.parametrize("second", [signal.SIGINT, signal.SIGTERM], ids=["SIGINT", "SIGTERM"])
+def test_two_signals_10_ms_apart_keep_the_baseline(pytester, second):
+    (pytester.path / "r.json").write_bytes(BASELINE)
+    code, out = run_signalled(pytester, MISBEHAVING_PLUGINS, "hashlib,sleepy",
+                              [(signal.SIGINT, "started"), (second, 0.01)])
+    assert code != pytest.ExitCode.OK, out
+    assert_baseline_kept(pytester, out)
+
+
+def test_a_third_signal_takes_effect_at_once(pytester):
+    """While the results are saved, one more signal waits; a third ends the run as it would
+    without the plugin (here SIGTERM's default action), and still no baseline is replaced."""
+    (pytester.path / "r.json").write_bytes(BASELINE)
+    code, out = run_signalled(pytester, MISBEHAVING_PLUGINS + SLOW_INTERRUPT_HOOK,
+                              "hashlib,sleepy", [(signal.SIGINT, "started"),
+                                                 (signal.SIGINT, "handling"),
+                                                 (signal.SIGTERM, 0.05)])
+    assert code == -signal.SIGTERM, out
+    assert (pytester.path / "r.json").read_bytes() == BASELINE
+
+
+#: A plugin whose close() sleeps for good: it notes when a context starts closing.
+SLEEPY_CLOSE = '''
+import hashlib, os, time
+from pathlib import Path
+from pytest_qcrypto.backends import Context, CryptoPlugin
+import pytest_qcrypto.timeout
+
+pytest_qcrypto.timeout.CLOSE_TIMEOUT = 1.0  # 5 s, shortened for the test
+
+class Sha256(Context):
+    def digest(self, data):
+        return hashlib.sha256(data).digest()
+    def runner(self, work):
+        return lambda count: [hashlib.sha256(work.data).digest() for _ in range(count)]
+    def close(self):
+        Path(__file__).with_name("closing").write_text(str(os.getpid()))
+        while True:
+            time.sleep(3600)
+
+class SleepyClose(CryptoPlugin):
+    name = "sleepyclose"
+    library = "a test double whose close() never returns"
+    def supported(self):
+        return frozenset({"sha256"})
+    def open(self, algorithm, key, variant=None):
+        return Sha256(algorithm, key)
+
+def pytest_qcrypto_plugins():
+    return [SleepyClose()]
+'''
+
+
+@pytest.mark.parametrize("sig", [signal.SIGINT, signal.SIGTERM], ids=["SIGINT", "SIGTERM"])
+def test_an_interrupt_while_a_known_answer_context_closes_ends_the_run(pytester, sig):
+    """The interrupted context is abandoned: teardown closes it within the close limit."""
+    started = time.monotonic()
+    code, out = run_signalled(pytester, SLEEPY_CLOSE, "hashlib,sleepyclose",
+                              [(sig, "closing")])
+    assert time.monotonic() - started < 60
+    assert code == pytest.ExitCode.INTERRUPTED, out
+    assert SHA256 in out
+    saved = results.load(pytester.path / "r.json")
+    assert saved.complete is False
+    assert [(r.plugin, r.size) for r in saved.results] == [("hashlib", 16), ("hashlib", 64)]
+
+
+# -- the watch itself, in this process ---------------------------------------------------------
+
+
+def test_a_run_ran_to_its_end_only_when_every_item_finished_and_nothing_interrupted():
+    watch = Interrupts()
+    assert watch.ran_to_end  # nothing expected, nothing seen
+    watch.expect(["qcrypto::sha256[hashlib-16]", "qcrypto::sha256[hashlib-64]"])
+    watch.finished("qcrypto::sha256[hashlib-16]")
+    assert not watch.ran_to_end
+    watch.finished("qcrypto::sha256[hashlib-64]")
+    assert watch.ran_to_end
+    watch.note("KeyboardInterrupt")
+    watch.note("SIGTERM")
+    assert not watch.ran_to_end and watch.seen == "KeyboardInterrupt"
+
+
+@pytest.fixture
+def default_handlers():
+    """SIGINT and SIGTERM as Python starts with them; the handlers found are put back."""
+    earlier = {sig: signal.getsignal(sig) for sig in (signal.SIGINT, signal.SIGTERM)}
+    signal.signal(signal.SIGINT, signal.default_int_handler)
+    signal.signal(signal.SIGTERM, signal.SIG_DFL)
+    yield
+    for sig, handler in earlier.items():
+        signal.signal(sig, handler)
+
+
+def deliver(sig):
+    os.kill(os.getpid(), sig)
+    time.sleep(0.05)  # the handler runs in the main thread, between bytecodes
+
+
+def test_the_second_signal_is_held_until_the_results_are_saved(default_handlers):
+    watch = Interrupts()
+    watch.catch()
+    with pytest.raises(KeyboardInterrupt, match="^received SIGTERM$"):
+        deliver(signal.SIGTERM)
+    deliver(signal.SIGINT)  # held: no KeyboardInterrupt while the results are saved
+    assert (watch.seen, watch.signals) == ("SIGTERM", 2)
+    watch.release()  # saved: from now on each signal does what it would without the plugin
+    assert signal.getsignal(signal.SIGINT) is signal.default_int_handler
+    assert signal.getsignal(signal.SIGTERM) == signal.SIG_DFL
+    with pytest.raises(KeyboardInterrupt):
+        deliver(signal.SIGINT)
+
+
+def test_a_third_signal_is_not_held(default_handlers):
+    watch = Interrupts()
+    watch.catch()
+    with pytest.raises(KeyboardInterrupt):
+        deliver(signal.SIGINT)
+    deliver(signal.SIGINT)
+    with pytest.raises(KeyboardInterrupt):
+        deliver(signal.SIGINT)  # the user insists: Python's own handler
+    assert signal.getsignal(signal.SIGINT) is signal.default_int_handler
+    assert watch.signals == 3
+
+
+def test_signals_handled_by_someone_else_are_left_alone(default_handlers):
+    def theirs(signum, frame):
+        pass
+
+    signal.signal(signal.SIGTERM, theirs)
+    watch = Interrupts()
+    watch.catch()
+    assert signal.getsignal(signal.SIGTERM) is theirs
+    assert signal.getsignal(signal.SIGINT) == watch._on_signal
+    watch.restore()
+    assert signal.getsignal(signal.SIGINT) is signal.default_int_handler
+
+
+def test_after_the_save_a_signal_is_not_held(default_handlers):
+    watch = Interrupts()
+    watch.catch()
+    watch.release()  # the results were saved before any interrupt
+    with pytest.raises(KeyboardInterrupt):
+        deliver(signal.SIGINT)
+    with pytest.raises(KeyboardInterrupt):
+        deliver(signal.SIGINT)  # not held: nothing is left to save
+    assert watch.signals == 2

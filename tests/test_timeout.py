@@ -12,11 +12,12 @@ import time
 import pytest
 
 from conftest import FAST
-from pytest_qcrypto import bench, timeout as qtimeout
+from pytest_qcrypto import bench, isolate, timeout as qtimeout
 from pytest_qcrypto.backends.hashlib import HashlibPlugin
 from pytest_qcrypto.registry import Selection
 from pytest_qcrypto.settings import SettingsError
-from pytest_qcrypto.timeout import IsolatedError, MeasurementTimeout
+from pytest_qcrypto.isolate import IsolatedError
+from pytest_qcrypto.timeout import MeasurementTimeout
 
 #: Test-double crypto plugins for sha256, each misbehaving in its own way.  Every one
 #: writes its process id to the file ``started`` when it starts to misbehave.
@@ -130,8 +131,8 @@ def test_isolate_stops_what_the_alarm_cannot_and_survives_crashes(pytester):
     r.assert_outcomes(failed=3, passed=1)
     r.stdout.fnmatch_lines(["timed out after 1 s in stuck sha256 at 16 bytes",
                             "timed out after 1 s in blocked sha256 at 16 bytes",
-                            "crashing sha256 at 16 bytes: the measurement process was killed "
-                            "by SIGSEGV without a result"])
+                            "crashing sha256 at 16 bytes: the plugin crashed: the measurement "
+                            "process was killed by SIGSEGV (signal 11) without a result"])
     assert rows(r)[4][0] == "hashlib"
 
 
@@ -318,9 +319,9 @@ def test_bench_context_is_abandoned_after_a_timeout_and_closed_safely():
 
 
 def test_run_isolated_returns_and_raises_what_the_child_did():
-    assert qtimeout.run_isolated(lambda: {"kib_per_s": 1.5}, 5) == {"kib_per_s": 1.5}
+    assert isolate.run_isolated(lambda: {"kib_per_s": 1.5}, 5) == {"kib_per_s": 1.5}
     with pytest.raises(ZeroDivisionError):
-        qtimeout.run_isolated(lambda: 1 / 0, 5)
+        isolate.run_isolated(lambda: 1 / 0, 5)
 
     class Odd(Exception):
         def __init__(self, a, b):  # pickles, but cannot be rebuilt from its args
@@ -330,12 +331,12 @@ def test_run_isolated_returns_and_raises_what_the_child_did():
         raise Odd(1, 2)
 
     with pytest.raises(IsolatedError, match="Odd: 1-2"):
-        qtimeout.run_isolated(odd, 5)
+        isolate.run_isolated(odd, 5)
     with pytest.raises(IsolatedError, match="SystemExit"):
-        qtimeout.run_isolated(lambda: exit(3), 5)
+        isolate.run_isolated(lambda: exit(3), 5)
     with pytest.raises(IsolatedError, match="exited with code 7 without a result"):
-        qtimeout.run_isolated(lambda: os._exit(7), 5)
-    assert qtimeout.abandoned_children() == frozenset()
+        isolate.run_isolated(lambda: os._exit(7), 5)
+    assert isolate.abandoned_children() == frozenset()
 
 
 def test_run_isolated_kills_the_child_on_timeout(tmp_path):
@@ -347,7 +348,7 @@ def test_run_isolated_kills_the_child_on_timeout(tmp_path):
 
     started = time.monotonic()
     with pytest.raises(MeasurementTimeout, match="after 0.3 s"):
-        qtimeout.run_isolated(hang, 0.3)
+        isolate.run_isolated(hang, 0.3)
     assert time.monotonic() - started < 3
     with pytest.raises(ProcessLookupError):
         os.kill(int(pid_file.read_text()), 0)   # killed and reaped
@@ -356,19 +357,19 @@ def test_run_isolated_kills_the_child_on_timeout(tmp_path):
 def test_run_isolated_abandons_a_child_that_cannot_be_killed(monkeypatch):
     """SIGKILL cannot end a process in an uninterruptible kernel wait: the run must go on."""
     real_kill = os.kill
-    monkeypatch.setattr(qtimeout.os, "kill", lambda pid, sig: None)
-    monkeypatch.setattr(qtimeout, "REAP_WAIT", 0.1)
+    monkeypatch.setattr(isolate.os, "kill", lambda pid, sig: None)
+    monkeypatch.setattr(isolate, "REAP_WAIT", 0.1)
     started = time.monotonic()
     with pytest.raises(MeasurementTimeout):
-        qtimeout.run_isolated(lambda: time.sleep(3600), 0.2)
+        isolate.run_isolated(lambda: time.sleep(3600), 0.2)
     assert time.monotonic() - started < 2
-    stuck = qtimeout.abandoned_children()
+    stuck = isolate.abandoned_children()
     assert len(stuck) == 1
     monkeypatch.undo()
     pid = next(iter(stuck))
     real_kill(pid, signal.SIGKILL)
     os.waitpid(pid, 0)
-    assert qtimeout.abandoned_children() == frozenset()
+    assert isolate.abandoned_children() == frozenset()
 
 
 def test_interrupting_the_parent_kills_the_child(tmp_path):
@@ -385,9 +386,51 @@ def test_interrupting_the_parent_kills_the_child(tmp_path):
     try:
         signal.setitimer(signal.ITIMER_REAL, 0.3)
         with pytest.raises(KeyboardInterrupt):
-            qtimeout.run_isolated(hang, None)
+            isolate.run_isolated(hang, None)
     finally:
         signal.setitimer(signal.ITIMER_REAL, 0)
         signal.signal(signal.SIGALRM, earlier)
     with pytest.raises(ProcessLookupError):
         os.kill(int(pid_file.read_text()), 0)
+
+
+# -- the isolated close ----------------------------------------------------------------------
+
+
+def test_run_isolated_closes_in_the_child_within_the_close_limit(monkeypatch, tmp_path):
+    monkeypatch.setattr(qtimeout, "CLOSE_TIMEOUT", 0.3)
+    closed = tmp_path / "closed"
+
+    def close():
+        closed.write_text(str(os.getpid()))
+
+    assert isolate.run_isolated(lambda: 5, 5, close=close) == 5
+    assert int(closed.read_text()) != os.getpid()  # closed in the child
+    closed.unlink()
+    with pytest.raises(ZeroDivisionError):  # fn's own error wins; close ran all the same
+        isolate.run_isolated(lambda: 1 / 0, 5, close=close)
+    assert closed.exists()
+
+    def raising():
+        raise OSError(9, "Bad file descriptor")
+
+    with pytest.raises(OSError, match="Bad file descriptor"):
+        isolate.run_isolated(lambda: 5, 5, close=raising)
+
+
+@pytest.mark.parametrize("deaf", [False, True], ids=["sleeping", "deaf-to-signals"])
+def test_run_isolated_stops_a_close_that_never_returns(monkeypatch, deaf):
+    """In the child, the alarm stops a sleeping close(); one deaf to it (C code that
+    never returns) is killed by the parent REAP_WAIT seconds after the close limit."""
+    monkeypatch.setattr(qtimeout, "CLOSE_TIMEOUT", 0.3)
+
+    def close():
+        if deaf:
+            signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGALRM})
+        time.sleep(3600)
+
+    started = time.monotonic()
+    with pytest.raises(qtimeout.CallTimeout, match=r"^close\(\) did not return within 0\.3 s$"):
+        isolate.run_isolated(lambda: 5, None, close=close)  # no measurement limit: still ends
+    assert time.monotonic() - started < 5
+    assert isolate.abandoned_children() == frozenset()
