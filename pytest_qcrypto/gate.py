@@ -401,9 +401,7 @@ def metered(again: Callable[[], Measurement], clock: Callable[[], float] = time.
 
 def _without_wait(rounds_s: Sequence[float], cpu_s: Sequence[float],
                   share: float | None) -> list[float] | None:
-    if not share or not rounds_s or len(cpu_s) != len(rounds_s):
-        return None
-    return [w - share * max(w - c, 0.0) for w, c in zip(rounds_s, cpu_s)]
+    return results.without_wait(rounds_s, cpu_s, share)
 
 
 def without_wait(m: Measurement, share: float | None) -> tuple[float, float]:
@@ -424,14 +422,10 @@ def without_wait(m: Measurement, share: float | None) -> tuple[float, float]:
 def baseline_figures(r: Result) -> tuple[float, float]:
     """A baseline's judged figure and its slowest round's, its own wait for a CPU taken out.
 
-    Both are scaled from the saved ``bytes_per_second`` (the figure of record).
+    Both are scaled from the saved ``bytes_per_second`` (the figure of record);
+    :func:`results.load` refuses a file in which they overflow.
     """
-    rounds = _without_wait(r.rounds_s, r.cpu_s, r.cpu_wait_share)
-    if rounds is None:
-        return r.bytes_per_second, r.slowest_round_bytes_per_second
-    median_raw = statistics.median(r.rounds_s)
-    return (r.bytes_per_second * median_raw / statistics.median(rounds),
-            r.bytes_per_second * median_raw / max(rounds))
+    return r.figures_without_wait()
 
 
 def _judged_text(clock: float, judged: float, now: str = "") -> str:
@@ -631,7 +625,7 @@ class Gate:
         compare = opt("qcrypto_compare")
         if compare:
             try:
-                baseline = results.load(self._path(compare))
+                baseline = results.load(self._path(compare), self.canonical)
             except results.ResultsError as exc:
                 raise SettingsError(f"--qcrypto-compare: {exc}") from None
             if not baseline.complete:
