@@ -19,7 +19,7 @@ from dataclasses import dataclass
 from functools import partial
 from types import TracebackType
 
-from pytest_qcrypto import catalog, harness, isolate as isolation, jobs as multi, kat
+from pytest_qcrypto import catalog, harness, isolate as isolation, jobs as multi, kat, settings
 from pytest_qcrypto import timeout as limits
 from pytest_qcrypto.backends import Context, Unsupported, Workload
 from pytest_qcrypto.catalog import Algorithm
@@ -74,21 +74,18 @@ class Randomness:
 
 
 def argument_problem(size: object, min_time: object, rounds: object) -> str | None:
-    """Why these are not a buffer size (bytes, >= 1), a min-time (seconds, > 0) and a
-    round count (>= 1), or None.  A bug in the calling test, not a size to skip."""
-    def whole(v: object) -> bool:
-        return isinstance(v, int) and not isinstance(v, bool)
-
-    if not whole(size) or size < 1:  # type: ignore[operator]
-        return f"size must be a whole number of bytes from 1, not {size!r}"
-    if size > MAX_SIZE:  # type: ignore[operator]
-        return f"size {size} bytes is over the limit of {MAX_SIZE} (256 MiB)"
-    if isinstance(min_time, bool) or not isinstance(min_time, (int, float)) \
-            or not 0 < min_time < float("inf"):
-        return f"min_time must be a positive number of seconds, not {min_time!r}"
-    if not whole(rounds) or rounds < 1:  # type: ignore[operator]
-        return f"rounds must be a whole number from 1, not {rounds!r}"
-    return None
+    """Why these are not a buffer size (bytes, 1 to :data:`~pytest_qcrypto.settings.MAX_SIZE`),
+    a min-time (seconds, more than 0 and at most
+    :data:`~pytest_qcrypto.settings.MAX_MIN_TIME`) and a round count (1 to
+    :data:`~pytest_qcrypto.settings.MAX_ROUNDS`), or None: the limits of the options.  A bug
+    in the calling test, not a size to skip."""
+    if isinstance(size, bool) or not isinstance(size, int) or size < 1:
+        return f"size must be a whole number of bytes from 1, not {settings.shown_value(size)}"
+    if size > MAX_SIZE:
+        shown = settings.shown_value(size)
+        shown = shown if shown.isdigit() else f"({shown})"
+        return f"size {shown} bytes is over the limit of {MAX_SIZE} (256 MiB)"
+    return settings.min_time_problem(min_time) or settings.rounds_problem(rounds)
 
 
 class BenchContext:
@@ -162,7 +159,7 @@ class BenchContext:
         the benchmark buffer first; raises ``KnownAnswerError`` if either
         fails, ``Unsupported`` for a size the algorithm does not take (below its
         minimum, not a whole number of blocks), ``ValueError`` for a size,
-        ``min_time`` or ``rounds`` that is no size at all (see
+        ``min_time`` or ``rounds`` outside the limits of the options (see
         :func:`argument_problem`), ``TimerError`` for a frozen clock.  With
         ``jobs`` > 1 the rounds run in that many processes at once
         (:mod:`pytest_qcrypto.jobs`): ``count`` is then the operations of all

@@ -146,17 +146,23 @@ def check_passthrough(extra: Sequence[str]) -> None:
             continue
         takes_value = previous.startswith(PASSTHROUGH) and "=" not in previous
         if arg.startswith("-") and not _is_number(arg) or not takes_value:
-            raise UsageError(f"qcrypto speed: unrecognized argument {arg!r} (options of the "
-                             f"pytest plugin pass through as {PASSTHROUGH}NAME, see qcrypto "
-                             "speed -h)")
+            raise UsageError(f"qcrypto speed: unrecognized argument {settings.shown(arg)} "
+                             f"(options of the pytest plugin pass through as "
+                             f"{PASSTHROUGH}NAME, see qcrypto speed -h)")
         previous = ""
 
 
 def _is_number(text: str) -> bool:
+    """Is ``text`` (``-3``, ``-0.5``) a number, so the value of the option before it?
+
+    A number as the options read one (:func:`settings.decimal_number`, and
+    :func:`settings.is_whole_number` for a whole number of any length), or digits of
+    another script (``-١٦``): those pass through too, for the option to refuse by name.
+    """
     try:
-        float(text)
+        settings.decimal_number(text)
     except ValueError:
-        return False
+        return settings.is_whole_number(text) or text.lstrip("+-").isnumeric()
     return True
 
 

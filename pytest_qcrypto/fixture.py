@@ -120,9 +120,11 @@ class MeasuredContext:
 
         ``min_time`` (seconds) and ``rounds`` default to the run's
         ``--qcrypto-min-time`` and ``--qcrypto-rounds``.  Fails the test on a
-        wrong known answer, a plugin error, or arguments that are no size,
-        time or count at all (``measure(-5)``); skips it when the size does
-        not suit the algorithm (below its minimum, not a whole number of blocks).
+        wrong known answer, a plugin error, or arguments outside the limits of
+        the options (``measure(-5)``, ``rounds=10**100``: a size of 1 byte to
+        256 MiB, more than 0 and at most 3600 seconds, 1 to 1000 rounds); skips
+        it when the size does not suit the algorithm (below its minimum, not a
+        whole number of blocks).
         """
         options = dataclasses.replace(
             self.options, min_time=self.options.min_time if min_time is None else min_time,

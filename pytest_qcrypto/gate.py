@@ -40,7 +40,7 @@ from pytest_qcrypto import catalog, results, settings
 from pytest_qcrypto.catalog import plural
 from pytest_qcrypto.harness import KIB, Measurement
 from pytest_qcrypto.results import Result, ResultsFile
-from pytest_qcrypto.settings import SettingsError, decimal_number
+from pytest_qcrypto.settings import SettingsError, decimal_number, shown
 
 DEFAULT_THRESHOLD = 10.0
 #: A try whose median round loses more than this share to its wait for a CPU says so in
@@ -111,13 +111,20 @@ def add_options(group: Any, parser: pytest.Parser) -> None:
 # -- parsing -----------------------------------------------------------------------------------
 
 
+def _text(value: object) -> str:
+    """An option's text, or a number from a marker as written (not ``str()`` of an int of
+    over 4300 digits, which raises ``ValueError``)."""
+    return (value if isinstance(value, str) else settings.shown_value(value)).strip()
+
+
 def parse_percent(text: object, where: str) -> float:
     """A threshold in percent, ``10%`` or ``10`` -> ``10.0``; from 0 up to (not including) 100."""
-    raw = str(text).strip()
+    raw = _text(text)
     try:
         value = decimal_number(raw.removesuffix("%"))
     except ValueError:
-        raise SettingsError(f"{where}: {raw!r} is not a percentage (write 10% or 10)") from None
+        raise SettingsError(f"{where}: {shown(raw)} is not a percentage (write 10% or "
+                            "10)") from None
     if math.isfinite(value) and -100 < value < 0:
         raise SettingsError(f"{where}: a threshold is the slowdown allowed, a positive "
                             f"percentage: write {-value:g}% (not {raw}) to fail what is more "
@@ -130,24 +137,19 @@ def parse_percent(text: object, where: str) -> float:
 
 def parse_kib_per_s(text: object, where: str) -> float:
     """A floor in KiB/s: a positive finite number."""
-    raw = str(text).strip()
+    raw = _text(text)
     try:
         value = decimal_number(raw)
     except ValueError:
-        raise SettingsError(f"{where}: {raw!r} is not a number of KiB/s") from None
+        raise SettingsError(f"{where}: {shown(raw)} is not a number of KiB/s") from None
     if not math.isfinite(value) or value <= 0:
         raise SettingsError(f"{where}: a floor must be a positive number of KiB/s, not {raw}")
     return value
 
 
 def parse_whole(text: object, where: str, low: int, high: int) -> int:
-    value = settings.whole_number(text)
-    if value is None:
-        raise SettingsError(f"{where}: {text!r} is not a whole number (only the ASCII digits "
-                            "0-9)")
-    if not low <= value <= high:
-        raise SettingsError(f"{where}: must be from {low} to {high}, not {value}")
-    return value
+    """A whole number from ``low`` to ``high`` (:func:`pytest_qcrypto.settings.whole_number`)."""
+    return settings.whole_number(text, where, low, high)
 
 
 @dataclass(frozen=True)
@@ -180,13 +182,14 @@ def parse_pattern(pattern: str, where: str) -> tuple[str | None, str | None, int
     """
     parts = [p.strip() for p in pattern.strip().split(":")]
     if any(not p for p in parts):
-        raise SettingsError(f"{where}: {pattern.strip()!r} has an empty field; write "
+        raise SettingsError(f"{where}: {shown(pattern.strip())} has an empty field; write "
                             "ALGORITHM[:PLUGIN[:SIZE]] with * as a wildcard")
     alg_text, plugin_text, size_text = parts[0], None, None
     if len(parts) == 2:
         plugin_text = parts[1]
     elif len(parts) >= 3:
-        if parts[-1] == WILDCARD or parts[-1].isdigit():
+        # digits of any script ('١٦', '²') make it a size, for whole_number to refuse
+        if parts[-1] == WILDCARD or parts[-1].lstrip("+-").isnumeric():
             plugin_text, size_text = ":".join(parts[1:-1]), parts[-1]
         else:
             plugin_text = ":".join(parts[1:])
@@ -196,15 +199,17 @@ def parse_pattern(pattern: str, where: str) -> tuple[str | None, str | None, int
         if alg is None:
             close = catalog.suggest(alg_text, (catalog.DIGEST, catalog.CIPHER, catalog.AEAD))
             hint = f"; did you mean {', '.join(close)}?" if close else ""
-            raise SettingsError(f"{where}: unknown algorithm {alg_text!r}{hint}")
+            raise SettingsError(f"{where}: unknown algorithm {shown(alg_text)}{hint}")
         algorithm = alg.name
     plugin = None if plugin_text in (None, WILDCARD) else plugin_text.lower()
     size = None
     if size_text not in (None, WILDCARD):
-        if not size_text.isdigit() or int(size_text) <= 0:
-            raise SettingsError(f"{where}: size {size_text!r} must be a whole number of "
-                                "bytes above 0 or *")
-        size = int(size_text)
+        def bad(_: str) -> str:
+            return (f"{where}: size {settings.shown(size_text)} must be a whole number of bytes "
+                    f"from 1 to {settings.MAX_SIZE} (only the ASCII digits 0-9) or *")
+
+        size = settings.whole_number(size_text, where, 1, settings.MAX_SIZE, not_whole=bad,
+                                     too_low=bad, too_high=bad)
     return algorithm, plugin, size
 
 
@@ -223,7 +228,7 @@ class Rules:
             text = str(line).strip()
             if not text or text.startswith("#"):
                 continue
-            at = f"{where} line {n} ({text!r})"
+            at = f"{where} line {n} ({shown(text, 60)})"
             pattern, sep, raw = text.partition("=")
             if not sep or not pattern.strip():
                 raise SettingsError(f"{at}: write ALGORITHM[:PLUGIN[:SIZE]] = VALUE")
@@ -248,17 +253,22 @@ def marker_floors(value: object, where: str) -> Rules:
         rules = []
         for k, v in value.items():
             if isinstance(k, int) and not isinstance(k, bool):
+                if not 1 <= k <= settings.MAX_SIZE:
+                    raise SettingsError(f"{where}: size {settings.shown_value(k)} must be a "
+                                        f"whole number of bytes from 1 to {settings.MAX_SIZE}")
                 pattern = f"*:*:{k}"
             elif isinstance(k, str):
                 pattern = k
             else:
-                raise SettingsError(f"{where}: key {k!r} must be a size or a pattern string")
-            at = f"{where} {k!r}"
+                raise SettingsError(f"{where}: key {settings.shown_value(k)} must be a size or "
+                                    "a pattern string")
+            at = f"{where} {settings.shown_value(k)}"
             alg, plugin, size = parse_pattern(pattern, at)
-            rules.append(Rule(alg, plugin, size, parse_kib_per_s(v, at), f"{where}: {k!r}"))
+            rules.append(Rule(alg, plugin, size, parse_kib_per_s(v, at), at))
         return Rules(rules)
     if isinstance(value, bool) or not isinstance(value, (int, float, str)):
-        raise SettingsError(f"{where}: must be KiB/s or a mapping, not {value!r}")
+        raise SettingsError(f"{where}: must be KiB/s or a mapping, not "
+                            f"{settings.shown_value(value)}")
     return Rules([Rule(None, None, None, parse_kib_per_s(value, where), where)])
 
 
@@ -397,9 +407,7 @@ def metered(again: Callable[[], Measurement], clock: Callable[[], float] = time.
 
 def _without_wait(rounds_s: Sequence[float], cpu_s: Sequence[float],
                   share: float | None) -> list[float] | None:
-    if not share or not rounds_s or len(cpu_s) != len(rounds_s):
-        return None
-    return [w - share * max(w - c, 0.0) for w, c in zip(rounds_s, cpu_s)]
+    return results.without_wait(rounds_s, cpu_s, share)
 
 
 def without_wait(m: Measurement, share: float | None) -> tuple[float, float]:
@@ -420,14 +428,10 @@ def without_wait(m: Measurement, share: float | None) -> tuple[float, float]:
 def baseline_figures(r: Result) -> tuple[float, float]:
     """A baseline's judged figure and its slowest round's, its own wait for a CPU taken out.
 
-    Both are scaled from the saved ``bytes_per_second`` (the figure of record).
+    Both are scaled from the saved ``bytes_per_second`` (the figure of record);
+    :func:`results.load` refuses a file in which they overflow.
     """
-    rounds = _without_wait(r.rounds_s, r.cpu_s, r.cpu_wait_share)
-    if rounds is None:
-        return r.bytes_per_second, r.slowest_round_bytes_per_second
-    median_raw = statistics.median(r.rounds_s)
-    return (r.bytes_per_second * median_raw / statistics.median(rounds),
-            r.bytes_per_second * median_raw / max(rounds))
+    return r.figures_without_wait()
 
 
 def _waited(clock: float, judged: float) -> str:
@@ -669,7 +673,7 @@ class Gate:
                                          or ini("qcrypto_require_same_machine"))
         if compare:
             try:
-                baseline = results.load(self._path(compare))
+                baseline = results.load(self._path(compare), self.canonical)
             except results.ResultsError as exc:
                 raise SettingsError(f"--qcrypto-compare: {exc}") from None
             if not baseline.complete:

@@ -38,6 +38,7 @@ import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 
+from pytest_qcrypto import settings
 from pytest_qcrypto.backends import Runner
 
 #: 1 KiB, the unit of qcrypto's table (KiB/s); kB/s would be 1000.
@@ -189,12 +190,13 @@ def time_runner(run: Runner, *, min_time: float = 0.1, rounds: int = 3,
     time); ``guard`` returns seconds (default ``time.monotonic``).  Raises
     :class:`TimerError` if the clock stays still while the guard clock passes
     ``guard_limit`` seconds (default ``min_time * 10 + 1``), and ``ValueError``
-    for a bad ``min_time`` or ``rounds``.
+    for a ``min_time`` or ``rounds`` outside the limits of the options (more than 0 and
+    at most :data:`~pytest_qcrypto.settings.MAX_MIN_TIME` seconds, 1 to
+    :data:`~pytest_qcrypto.settings.MAX_ROUNDS` rounds).
     """
-    if not min_time > 0 or min_time != min_time:
-        raise ValueError(f"min_time must be a positive number of seconds, not {min_time!r}")
-    if rounds < 1:
-        raise ValueError(f"rounds must be at least 1, not {rounds!r}")
+    problem = settings.min_time_problem(min_time) or settings.rounds_problem(rounds)
+    if problem:
+        raise ValueError(problem)
     clock = clock or time.perf_counter_ns
     cpu_clock = cpu_clock or time.process_time_ns
     guard = guard or time.monotonic

@@ -45,9 +45,9 @@ from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import Any
 
-from pytest_qcrypto import harness
+from pytest_qcrypto import harness, settings
 from pytest_qcrypto.backends import Runner
-from pytest_qcrypto.settings import SettingsError, whole_number
+from pytest_qcrypto.settings import SettingsError
 
 #: What ``--qcrypto-jobs auto`` means: every CPU this process may run on.
 AUTO = "auto"
@@ -123,13 +123,15 @@ def max_jobs() -> int:
 
 def too_many(jobs: int, option: str = "jobs") -> str | None:
     """Why ``jobs`` is over :func:`max_jobs` (a message starting with ``option``), or None."""
-    limit = max_jobs()
-    if jobs <= limit:
-        return None
+    return _too_many(settings.shown_value(jobs), option) if jobs > max_jobs() else None
+
+
+def _too_many(jobs: str, option: str) -> str:
+    """The message of :func:`too_many` for a number of jobs as shown."""
     cpus = cpu_count()
-    return (f"{option}: {jobs} is too many; give at most {limit} ({JOBS_PER_CPU} x the {cpus} "
-            f"CPU{'' if cpus == 1 else 's'} this process may use): more workers only take "
-            "turns on the same CPUs, and each is a forked process")
+    return (f"{option}: {jobs} is too many; give at most {max_jobs()} ({JOBS_PER_CPU} x the "
+            f"{cpus} CPU{'' if cpus == 1 else 's'} this process may use): more workers only "
+            "take turns on the same CPUs, and each is a forked process")
 
 
 def check_jobs(jobs: int, option: str = "jobs") -> None:
@@ -148,13 +150,13 @@ def parse_jobs(text: object, option: str = "--qcrypto-jobs") -> int:
     value = str(text).strip()
     if value.lower() == AUTO:
         return cpu_count()
-    jobs = whole_number(value) or 0  # ASCII digits only: int() also takes '١٦'
-    if jobs < 1:
-        raise SettingsError(f"{option}: {value!r} is not valid; give a whole number of worker "
-                            f"processes from 1 up, or 'auto' for all {cpu_count()} CPUs")
-    problem = too_many(jobs, option)
-    if problem:
-        raise SettingsError(problem)
+
+    def invalid(_: str) -> str:
+        return (f"{option}: {settings.shown(value)} is not valid; give a whole number of worker "
+                f"processes from 1 up, or 'auto' for all {cpu_count()} CPUs")
+
+    jobs = settings.whole_number(value, option, 1, max_jobs(), not_whole=invalid,
+                                 too_low=invalid, too_high=lambda v: _too_many(v, option))
     if jobs > 1 and not hasattr(os, "fork"):
         raise SettingsError(f"{option}: more than one job needs the 'fork' start method, "
                             "which this platform lacks")
@@ -208,11 +210,15 @@ def time_jobs(run: Runner, jobs: int, *, min_time: float = 0.1, rounds: int = 3,
     ``start`` launches the workers (default :func:`fork_workers`; tests pass
     fake workers); ``clock`` and ``cpu_clock`` are as in
     :func:`~pytest_qcrypto.harness.time_runner`, which calibrates.  Raises
-    :class:`JobsError` when a worker fails, and what ``time_runner`` raises.
+    :class:`JobsError` when a worker fails, ``ValueError`` for ``rounds`` outside 1 to
+    :data:`~pytest_qcrypto.settings.MAX_ROUNDS`, and what ``time_runner`` raises.
     """
     if jobs < 1:
         raise ValueError(f"jobs must be at least 1, not {jobs!r}")
     check_jobs(jobs)
+    problem = settings.rounds_problem(rounds)
+    if problem:
+        raise ValueError(problem)
     clocks = (clock or time.perf_counter_ns, cpu_clock or time.process_time_ns)
     calibration = harness.time_runner(run, min_time=min_time, rounds=1,
                                       clock=clocks[0], cpu_clock=clocks[1])

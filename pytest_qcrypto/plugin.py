@@ -68,7 +68,8 @@ def pytest_addoption(parser: pytest.Parser) -> None:
     group.addoption("--qcrypto-decrypt", action="store_true", default=False,
                     help="time decryption instead of encryption.")
     group.addoption("--qcrypto-seed", metavar="N", default=None,
-                    help="seed for keys and data (default: fresh random bytes each run).")
+                    help="seed for keys and data, a whole number from -2**63 to 2**63-1 (default: "
+                         "fresh random bytes each run).")
     qtimeout.add_options(group, parser)
     group.addoption("--qcrypto-list", action="store_true", default=False,
                     help="list crypto plugins, their availability, libraries and algorithms, "
@@ -123,6 +124,16 @@ def pytest_configure(config: pytest.Config) -> None:
         raise pytest.UsageError(str(exc)) from None
     config.pluginmanager.register(run, RUN_NAME)
     config.pluginmanager.register(RunGuard(config), GUARD_NAME)
+
+
+def _size_text(size: object) -> str:
+    """A marker's size as :func:`settings.parse_sizes` reads it; an int too long for ``str()``
+    (over 4300 digits) is a usage error here, named as it is."""
+    if isinstance(size, int) and not isinstance(size, bool) and abs(size).bit_length() > 99:
+        problem = (f"over the limit of {settings.MAX_SIZE} bytes (256 MiB)" if size > 0
+                   else "below the 1 byte a buffer needs at least")
+        raise SettingsError(f"sizes: {settings.shown_value(size)} is {problem}")
+    return str(size)
 
 
 def list_plugins(registry: Registry) -> list[str]:
@@ -204,11 +215,7 @@ class QcryptoRun:
         rounds, rounds_where = self._ini_or_option("qcrypto_rounds", "qcrypto_rounds")
         seed = opt("qcrypto_seed")
         if seed is not None:
-            number = settings.whole_number(seed)
-            if number is None:
-                raise SettingsError(f"--qcrypto-seed: {seed!r} is not a whole number (only the "
-                                    "ASCII digits 0-9, with an optional sign)")
-            seed = number
+            seed = settings.parse_seed(seed)
         return Settings(
             algorithms=tuple(algorithms), plugins=tuple(plugins), sizes=sizes,
             min_time=(settings.parse_min_time(min_time, min_time_where) if min_time is not None
@@ -393,7 +400,7 @@ class QcryptoRun:
         typed = settings.split_list(_as_list(kwargs.pop("plugins", None)))
         selections = [self.registry.resolve(t) for t in typed] or self.selections
         sizes = kwargs.pop("sizes", None)
-        sizes_t = (settings.parse_sizes([str(s) for s in _as_list(sizes)], "sizes")
+        sizes_t = (settings.parse_sizes([_size_text(s) for s in _as_list(sizes)], "sizes")
                    if sizes is not None else self.settings.sizes)
         settings.check_sizes(algorithms, sizes_t)
         decrypt = bool(kwargs.pop("decrypt", False))

@@ -15,7 +15,7 @@ from __future__ import annotations
 import difflib
 from collections.abc import Iterable
 from dataclasses import dataclass
-from functools import cached_property
+from functools import cache, cached_property
 
 from pytest_qcrypto import settings, timeout as limits
 from pytest_qcrypto.backends import CryptoPlugin, Unavailable
@@ -180,3 +180,23 @@ class Registry:
             if self.unavailable(p) is None:
                 return Selection(p.name, p)
         return None
+
+
+@cache
+def _builtin_registry() -> Registry:
+    from pytest_qcrypto.backends import builtin_plugins
+
+    return Registry(builtin_plugins())
+
+
+def builtin_canonical(typed: str) -> str:
+    """The canonical name of a typed name of a built-in plugin (``pyca`` -> ``openssl``,
+    ``AF_ALG:sha256-generic`` -> ``afalg:sha256-generic``); any other name as it is.
+
+    For code that has no run's registry (``qcrypto report``); a run maps the names of
+    its conftest plugins too, with :meth:`Registry.resolve`.  Probes nothing.
+    """
+    try:
+        return _builtin_registry().resolve(typed).canonical
+    except RegistryError:
+        return typed

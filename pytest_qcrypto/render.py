@@ -556,7 +556,8 @@ def baseline_tables(baseline: Any) -> list[Table]:
     """The tables of a baseline ``results.ResultsFile`` (rows: plugins as typed); [] for None."""
     if baseline is None:
         return []
-    return saved_tables((r.plugin, r) for r in baseline.results)
+    names = _row_names(baseline.results, jobs=False)
+    return saved_tables((names[_plugin_of(r)], r) for r in baseline.results)
 
 
 def joined_tables(files: Sequence[Any], names: Sequence[str]) -> tuple[list[Table], list[str]]:
@@ -569,18 +570,35 @@ def joined_tables(files: Sequence[Any], names: Sequence[str]) -> tuple[list[Tabl
     versions, differ.
     """
     labels = machine_labels(names)
-    rows = [(f"{label}/{_row_name(r)}", r) for label, f in zip(labels, files) for r in f.results]
-    machines = {f"{label}/{_row_name(r)}": label
-                for label, f in zip(labels, files) for r in f.results}
+    rows: list[tuple[str, Any]] = []
+    machines: dict[str, str] = {}
+    for label, f in zip(labels, files):
+        plugins = _row_names(f.results)
+        for r in f.results:
+            rows.append((f"{label}/{plugins[_plugin_of(r)]}", r))
+            machines[rows[-1][0]] = label
     return saved_tables(rows, machines), legend(files, labels)
 
 
-def _row_name(r: Any) -> str:
-    """The plugin as typed, and ``xN jobs`` when N processes measured at once.
+def _plugin_of(r: Any) -> tuple[str, int]:
+    """What a row of a saved result stands for: its canonical plugin and its jobs."""
+    return r.canonical_plugin or r.plugin, r.jobs
 
-    A sum over processes (``--qcrypto-jobs``) never shares a row with one process's figure.
+
+def _row_names(saved: Iterable[Any], jobs: bool = True) -> dict[tuple[str, int], str]:
+    """Row labels of one file's results, per :func:`_plugin_of`: the plugin as typed, or its
+    canonical name when the file typed it in two ways (``pyca`` and ``openssl``: one
+    plugin, one row); with ``jobs``, ``xN jobs`` after it when N processes measured at
+    once, so a sum over processes never shares a row with one process's figure.
     """
-    return r.plugin if r.jobs == 1 else f"{r.plugin} x{r.jobs} jobs"
+    typed: dict[tuple[str, int], list[str]] = {}
+    for r in saved:
+        names = typed.setdefault(_plugin_of(r), [])
+        if r.plugin not in names:
+            names.append(r.plugin)
+    return {(canonical, n): (names[0] if len(names) == 1 else canonical)
+            + (f" x{n} jobs" if jobs and n != 1 else "")
+            for (canonical, n), names in typed.items()}
 
 
 def _describe_machine(m: Mapping[str, Any]) -> str:

@@ -59,6 +59,14 @@ and ``results`` whose entries carry ``algorithm``, ``plugin``, ``size``,
 optional ``direction`` and ``kib_per_s`` (1 KiB = 1024 bytes), as one would
 type in from a ``qcrypto speed`` table.  :func:`load` migrates it to schema 2.
 
+:func:`load` refuses, naming the field (``results[3].size``), what no run
+writes and what would break arithmetic downstream: a key given twice in one
+object, a whole number of more than 20 digits anywhere
+(:mod:`pytest_qcrypto.strictjson`), a ``size`` over 256 MiB, a ``count``
+over 2**53, a round under a nanosecond, a figure that is not finite or
+becomes infinite once the wait for a CPU is taken out.  A plugin written as
+an alias (``pyca``) without ``canonical_plugin`` gets its canonical name.
+
 Files are written atomically (:func:`write_atomic`): a reader sees the old
 file or the whole new one, never a truncated one.  Nothing here imports pytest.
 """
@@ -74,16 +82,22 @@ import stat
 import statistics
 import sys
 import tempfile
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
 
-from pytest_qcrypto import __version__, catalog, timeout as limits
+from pytest_qcrypto import __version__, catalog, registry, settings, strictjson
+from pytest_qcrypto import timeout as limits
 from pytest_qcrypto.harness import KIB, Measurement
 
 FORMAT = "pytest-qcrypto results"
+#: The most operations a result may record per round: 2**53, the largest whole number a
+#: float holds exactly (the harness stops doubling at 2**40, times at most a few jobs).
+MAX_COUNT = 2**53
+#: The shortest round a result may record, seconds: the timers count nanoseconds.
+MIN_ROUND_S = 1e-9
 #: The schema this version writes; :func:`load` reads 1 up to this one.
 SCHEMA_VERSION = 2
 DIRECTIONS = ("digest", "encrypt", "decrypt")
@@ -208,6 +222,19 @@ def machine_differences(baseline: Mapping[str, Any], current: Mapping[str, Any])
 # -- the model ---------------------------------------------------------------------------------
 
 
+def without_wait(rounds_s: Sequence[float], cpu_s: Sequence[float],
+                 share: float | None) -> list[float] | None:
+    """Each round's seconds without its wait for a CPU, or None without ``share`` or CPU times.
+
+    ``share`` is the part of the time off the CPU that was a wait for a CPU held by other
+    work: each round loses that share of its wall time beyond its CPU time; the rest (a
+    plugin sleeping, a device working) stays.  A round is at least its CPU time.
+    """
+    if not share or not rounds_s or len(cpu_s) != len(rounds_s):
+        return None
+    return [w - share * max(w - c, 0.0) for w, c in zip(rounds_s, cpu_s)]
+
+
 @dataclass(frozen=True)
 class Result:
     """One saved measurement (a row of ``results``).  Seconds, bytes, bytes per second."""
@@ -267,7 +294,22 @@ class Result:
         """
         if not self.rounds_s:
             return self.bytes_per_second
-        return self.bytes_per_second * statistics.median(self.rounds_s) / max(self.rounds_s)
+        return self.bytes_per_second * (statistics.median(self.rounds_s) / max(self.rounds_s))
+
+    def figures_without_wait(self) -> tuple[float, float]:
+        """The judged figure and its slowest round's (bytes per second), this result's own
+        wait for a CPU taken out (:func:`without_wait`); both are scaled from
+        ``bytes_per_second``, the figure of record.  Without a ``cpu_wait_share`` or CPU
+        times, ``bytes_per_second`` and :attr:`slowest_round_bytes_per_second`.
+
+        :func:`load` refuses a file in which either is not finite.
+        """
+        rounds = without_wait(self.rounds_s, self.cpu_s, self.cpu_wait_share)
+        if rounds is None:
+            return self.bytes_per_second, self.slowest_round_bytes_per_second
+        median_raw = statistics.median(self.rounds_s)
+        return (self.bytes_per_second * (median_raw / statistics.median(rounds)),
+                self.bytes_per_second * (median_raw / max(rounds)))
 
     def to_json(self) -> dict[str, Any]:
         out: dict[str, Any] = {
@@ -508,6 +550,27 @@ def _is_int(v: object) -> bool:
     return isinstance(v, int) and not isinstance(v, bool)
 
 
+def _whole(low: int, high: int) -> Callable[[object], bool]:
+    return lambda v: _is_int(v) and low <= v <= high  # type: ignore[operator]
+
+
+def _seconds(low: float) -> Callable[[object], bool]:
+    """A list of seconds, each finite and at least ``low``."""
+    return lambda v: isinstance(v, list) and all(_is_number(x) and x >= low for x in v)
+
+
+def _show(value: object) -> str:
+    """A value of the file for a message: JSON, cut to 60 characters."""
+    if isinstance(value, int) and not isinstance(value, bool):
+        return settings.shown_value(value)
+    if isinstance(value, strictjson.Huge):
+        return repr(value)
+    try:
+        return json.dumps(value)[:60]
+    except (TypeError, ValueError):
+        return f"{value!r:.60}"
+
+
 class _Checker:
     """Type checks of one parsed file, each failure naming the field: ``results[3].size``."""
 
@@ -525,7 +588,7 @@ class _Checker:
             return default
         value = obj[key]
         if not test(value):
-            raise self.fail(f"{where}{key} must be {kind}, not {json.dumps(value)[:60]}")
+            raise self.fail(f"{where}{key} must be {kind}, not {_show(value)}")
         return value
 
 
@@ -536,9 +599,9 @@ def _from_schema_1(doc: dict[str, Any], check: _Checker) -> dict[str, Any]:
     for i, r in enumerate(results):
         where = f"results[{i}]."
         if not isinstance(r, dict):
-            raise check.fail(f"results[{i}] must be an object, not {json.dumps(r)[:60]}")
-        kib = check.get(r, "kib_per_s", where, "a positive number",
-                        lambda v: _is_number(v) and v > 0)
+            raise check.fail(f"results[{i}] must be an object, not {_show(r)}")
+        kib = check.get(r, "kib_per_s", where, "a positive number (of KiB/s, finite in bytes/s)",
+                        lambda v: _is_number(v) and v > 0 and math.isfinite(v * KIB))
         algorithm = check.get(r, "algorithm", where, "a string", lambda v: isinstance(v, str))
         alg = catalog.lookup(algorithm)
         default_dir = "digest" if alg is not None and alg.kind == catalog.DIGEST else "encrypt"
@@ -561,23 +624,24 @@ MIGRATIONS: dict[int, Callable[[dict[str, Any], _Checker], dict[str, Any]]] = {1
 
 def _result(r: object, i: int, check: _Checker) -> Result:
     if not isinstance(r, dict):
-        raise check.fail(f"results[{i}] must be an object, not {json.dumps(r)[:60]}")
+        raise check.fail(f"results[{i}] must be an object, not {_show(r)}")
     w = f"results[{i}]."
     g = check.get
     is_str = (lambda v: isinstance(v, str) and bool(v))
     opt_str = (lambda v: v is None or isinstance(v, str))
-    seconds = (lambda v: isinstance(v, list) and all(_is_number(x) and x > 0 for x in v))
-    cpu = (lambda v: isinstance(v, list) and all(_is_number(x) and x >= 0 for x in v))
+    seconds, cpu = _seconds(MIN_ROUND_S), _seconds(0.0)
+    rounds_kind = f"a list of positive seconds (each at least {MIN_ROUND_S:g})"
     result = Result(
         algorithm=g(r, "algorithm", w, "a non-empty string", is_str),
         plugin=g(r, "plugin", w, "a non-empty string", is_str),
-        size=g(r, "size", w, "a whole number of bytes above 0", lambda v: _is_int(v) and v > 0),
+        size=g(r, "size", w, f"a whole number of bytes from 1 to {settings.MAX_SIZE}",
+               _whole(1, settings.MAX_SIZE)),
         direction=g(r, "direction", w, f"one of {', '.join(DIRECTIONS)}",
                     lambda v: v in DIRECTIONS),
         bytes_per_second=float(g(r, "bytes_per_second", w, "a positive number",
                                  lambda v: _is_number(v) and v > 0)),
-        count=g(r, "count", w, "a whole number", lambda v: _is_int(v) and v >= 0),
-        rounds_s=tuple(g(r, "rounds_s", w, "a list of positive seconds", seconds)),
+        count=g(r, "count", w, f"a whole number from 0 to {MAX_COUNT}", _whole(0, MAX_COUNT)),
+        rounds_s=tuple(g(r, "rounds_s", w, rounds_kind, seconds)),
         cpu_s=tuple(g(r, "cpu_s", w, "a list of seconds", cpu, [])),
         canonical_plugin=g(r, "canonical_plugin", w, "a string",
                            lambda v: isinstance(v, str), ""),
@@ -601,26 +665,55 @@ def _result(r: object, i: int, check: _Checker) -> Result:
     if workers and sum(x.count for x in workers) != result.count:
         raise check.fail(f"{w}workers' counts add up to {sum(x.count for x in workers)}, "
                          f"not to count ({result.count})")
+    problem = _wait_problem(result)
+    if problem:
+        raise check.fail(f"results[{i}]: {problem}")
     return replace(result, workers=workers)
+
+
+def _wait_problem(r: Result) -> str | None:
+    """Why the figures of ``r`` without its wait for a CPU (the gate judges those) are not
+    finite, or None: the correction divides by the rounds without their wait."""
+    rounds = without_wait(r.rounds_s, r.cpu_s, r.cpu_wait_share)
+    if rounds is None:
+        return None
+    what = (f"bytes_per_second {r.bytes_per_second:.6g} without the wait for a CPU "
+            f"(cpu_wait_share {r.cpu_wait_share:g} of each round's time beyond its cpu_s)")
+    if min(rounds) <= 0:
+        return f"{what} would be infinite: a round is left with no time"
+    if not all(math.isfinite(f) for f in r.figures_without_wait()):
+        return f"{what} is beyond the float range"
+    return None
 
 
 def _worker(e: Mapping[str, Any], where: str, check: _Checker) -> WorkerResult:
     g = check.get
     return WorkerResult(
-        count=g(e, "count", where, "a whole number", lambda v: _is_int(v) and v >= 0),
-        rounds_s=tuple(g(e, "rounds_s", where, "a list of positive seconds",
-                         lambda v: isinstance(v, list) and all(_is_number(x) and x > 0
-                                                               for x in v))),
-        cpu_s=tuple(g(e, "cpu_s", where, "a list of seconds",
-                      lambda v: isinstance(v, list) and all(_is_number(x) and x >= 0 for x in v),
-                      [])),
+        count=g(e, "count", where, f"a whole number from 0 to {MAX_COUNT}",
+                _whole(0, MAX_COUNT)),
+        rounds_s=tuple(g(e, "rounds_s", where,
+                         f"a list of positive seconds (each at least {MIN_ROUND_S:g})",
+                         _seconds(MIN_ROUND_S))),
+        cpu_s=tuple(g(e, "cpu_s", where, "a list of seconds", _seconds(0.0), [])),
         bytes_per_second=float(g(e, "bytes_per_second", where, "a positive number",
                                  lambda v: _is_number(v) and v > 0)),
     )
 
 
-def parse(doc: object, path: Path) -> ResultsFile:
-    """Check and migrate a decoded results document; :class:`ResultsError` names the problem."""
+#: Maps a plugin name as typed to the canonical name (``pyca`` -> ``openssl``).
+Canonical = Callable[[str], str]
+
+
+def parse(doc: object, path: Path, canonical: Canonical | None = None) -> ResultsFile:
+    """Check and migrate a decoded results document; :class:`ResultsError` names the problem.
+
+    A result without ``canonical_plugin`` (schema 1, or written by hand) gets
+    ``canonical(plugin)``, and a ``plugins`` entry without ``canonical`` the same, so
+    that an alias (``pyca``, ``python``, ``openssl-3``) meets the cells of its plugin as
+    in a run; ``canonical`` defaults to the built-in plugins' names
+    (:func:`pytest_qcrypto.registry.builtin_canonical`).  A name it does not know, or
+    one that makes it raise, stays as it is.
+    """
     check = _Checker(path)
     if not isinstance(doc, dict):
         raise check.fail(f"not a pytest-qcrypto results file (the top level is a "
@@ -631,7 +724,7 @@ def parse(doc: object, path: Path) -> ResultsFile:
         raise check.fail(f"not a pytest-qcrypto results file (format {doc['format']!r})")
     version = doc["schema_version"]
     if not _is_int(version) or version < 1:
-        raise check.fail(f"schema_version must be a whole number from 1, not {version!r}")
+        raise check.fail(f"schema_version must be a whole number from 1, not {_show(version)}")
     if version > SCHEMA_VERSION:
         raise check.fail(f"schema_version {version} was written by a newer pytest-qcrypto; "
                          f"this one reads schema 1 to {SCHEMA_VERSION} (upgrade pytest-qcrypto)")
@@ -644,15 +737,27 @@ def parse(doc: object, path: Path) -> ResultsFile:
     plugins = g(doc, "plugins", "", "an object of objects",
                 lambda v: isinstance(v, dict) and all(isinstance(e, dict) for e in v.values()))
     raw = g(doc, "results", "", "a list", lambda v: isinstance(v, list))
+    name = _canonical_names(canonical or registry.builtin_canonical)
     entries = [_result(r, i, check) for i, r in enumerate(raw)]
+    entries = [e if e.canonical_plugin else replace(e, canonical_plugin=name(e.plugin))
+               for e in entries]
+    plugins = {typed: e if "canonical" in e else {**e, "canonical": name(typed)}
+               for typed, e in plugins.items()}
     first: dict[tuple[tuple[str, str, int, str], str | None], int] = {}
     for i, r in enumerate(entries):
         j = first.setdefault((r.key, r.test), i)
         if j != i:  # which of the two would a comparison use?
             alg, plugin, size, direction = r.key
             test = f" of test {r.test}" if r.test else ""
+            typed = entries[j].plugin
+            names = f" (as {typed} and {r.plugin})" if typed != r.plugin else ""
             raise check.fail(f"results[{i}] repeats results[{j}]: {alg} {plugin} {size} B "
-                             f"{direction}{test} is in the file twice; keep one of them")
+                             f"{direction}{test} is in the file twice{names}; keep one of them")
+    huge = strictjson.first_huge(doc)  # in a field no check above reads (machine, ...)
+    if huge:
+        raise check.fail(f"{huge[0] or 'the document'}: {_show(huge[1])} is out of range: a "
+                         f"whole number in a results file has at most {strictjson.MAX_DIGITS} "
+                         "digits")
     return ResultsFile(
         results=entries,
         machine=machine, plugins=plugins, complete=complete,
@@ -665,11 +770,30 @@ def parse(doc: object, path: Path) -> ResultsFile:
         path=path)
 
 
-def load(path: Path) -> ResultsFile:
+def _canonical_names(canonical: Canonical) -> Canonical:
+    """``canonical`` asked once per name; a name it cannot map (it raises) stays as it is."""
+    known: dict[str, str] = {}
+
+    def name(typed: str) -> str:
+        if typed not in known:
+            try:
+                found = canonical(typed)
+            except Exception:
+                found = typed
+            known[typed] = found if isinstance(found, str) and found else typed
+        return known[typed]
+
+    return name
+
+
+def load(path: Path, canonical: Canonical | None = None) -> ResultsFile:
     """Read a results file of any known schema.
 
     Raises :class:`ResultsError` naming the file and the problem: missing,
-    unreadable, not JSON, not ours, another schema, or a field of the wrong type.
+    unreadable, not JSON, a key given twice in one object, not ours, another
+    schema, a field of the wrong type or out of range (``results[3].size``), figures
+    that overflow once the wait for a CPU is taken out.  ``canonical`` maps plugin
+    names as typed to canonical ones (see :func:`parse`).
     """
     path = Path(path)
     try:
@@ -683,7 +807,10 @@ def load(path: Path) -> ResultsFile:
     if not raw.strip():
         raise ResultsError(f"{path}: not JSON (the file is empty)")
     try:
-        doc = json.loads(raw.decode("utf-8"))
+        doc = strictjson.loads(raw.decode("utf-8"))
+    except strictjson.DuplicateKey as exc:
+        raise ResultsError(f"{path}: the key {_show(exc.key)} is given twice in one object; "
+                           "JSON readers differ on which counts, so keep one") from None
     except UnicodeDecodeError as exc:
         raise ResultsError(f"{path}: not JSON (not UTF-8 text: {exc.reason} at byte "
                            f"{exc.start})") from None
@@ -696,4 +823,6 @@ def load(path: Path) -> ResultsFile:
                            ) from None
     except RecursionError:
         raise ResultsError(f"{path}: not a usable JSON document (nested too deeply)") from None
-    return parse(doc, path)
+    except ValueError as exc:  # from a number, such as int()'s limit of 4300 digits
+        raise ResultsError(f"{path}: not a usable JSON document ({str(exc)[:100]})") from None
+    return parse(doc, path, canonical)

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import math
 import re
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 
 from pytest_qcrypto import catalog
@@ -23,6 +23,9 @@ MAX_PLUGINS = 10
 MAX_SIZE = 256 * 1024 * 1024
 DEFAULT_MIN_TIME = 0.1
 DEFAULT_ROUNDS = 3
+#: The longest min-time (seconds) and the most rounds, for the options and the Python API.
+MAX_MIN_TIME = 3600.0
+MAX_ROUNDS = 1000
 #: The algorithm name that means every algorithm of the option's kinds (openssl speed
 #: without an algorithm); the matrix keeps those a chosen plugin supports.
 ALL = "all"
@@ -31,7 +34,9 @@ TRUE_WORDS = ("true", "yes", "on", "1", "y", "t")
 FALSE_WORDS = ("false", "no", "off", "0", "n", "f")
 #: A whole number as qcrypto takes it: ASCII digits with an optional sign.  (``int()`` also
 #: takes other scripts' digits, such as Arabic-Indic ``١٦``, and ``1_000``.)
-_WHOLE = re.compile(r"[+-]?[0-9]+")
+_WHOLE = re.compile(r"([+-]?)([0-9]+)")
+#: The longest text taken as a decimal number (min-time, a percentage, KiB/s, seconds).
+MAX_DECIMAL_TEXT = 64
 
 
 #: Where a message sends the reader for the valid names; the ``qcrypto`` command
@@ -51,9 +56,9 @@ def check_elements(texts: Sequence[str], option: str, noun: str, example: str) -
     """
     for text in texts:
         if not all(part.strip() for part in text.split(",")):
-            shown = text if text.strip() else ",".join(texts)
-            raise SettingsError(f"{option}: {shown!r} has an empty element; separate {noun} "
-                                f"with single commas, e.g. {example}")
+            whole = text if text.strip() else ",".join(texts)
+            raise SettingsError(f"{option}: {shown(whole)} has an empty element; separate "
+                                f"{noun} with single commas, e.g. {example}")
 
 
 def ini_list(tokens: Sequence[str]) -> str:
@@ -89,21 +94,114 @@ def bool_problem(where: str, value: str | None = None) -> str:
             f"{', '.join(FALSE_WORDS[:-1])} or {FALSE_WORDS[-1]} for false")
 
 
-def whole_number(text: object) -> int | None:
-    """``text`` as an int if it is ASCII digits 0-9 with an optional sign, else None."""
+def shown(text: object, keep: int = 40) -> str:
+    """``text`` quoted for a message, cut to ``keep`` characters with its length said, so that
+    a pasted megabyte is not echoed whole: ``'99999...'... (5000 characters)``."""
+    raw = str(text)
+    if len(raw) <= keep:
+        return repr(raw)
+    return f"{raw[:keep]!r}... ({len(raw)} characters)"
+
+
+def _shown_whole(negative: bool, digits: str) -> str:
+    """A whole number for a message: its digits, or its first 20 and how many there are."""
+    sign = "-" if negative else ""
+    return f"{sign}{digits}" if len(digits) <= 30 else \
+        f"{sign}{digits[:20]}... ({len(digits)} digits)"
+
+
+#: Builds a whole message from a value as shown (see :func:`whole_number`).
+Message = Callable[[str], str]
+
+
+def whole_number(text: object, where: str, low: int, high: int, *,
+                 noun: str = "a whole number", not_whole: Message | None = None,
+                 too_low: Message | None = None, too_high: Message | None = None) -> int:
+    """``text`` as an int from ``low`` to ``high``: the one parser of every whole number that
+    comes from a command line, an ini file or a marker (sizes, rounds, seed, jobs, confirm).
+
+    Takes ASCII digits 0-9 with an optional sign and blanks around them, nothing else:
+    ``int()`` also takes other scripts' digits (Arabic-Indic ``١٦``), ``1_000``, and
+    ``str.isdigit`` says yes to ``²``.  The number of digits is compared with the bounds'
+    before converting, so a 5000-digit value is out of range, not a ``ValueError`` from
+    Python's 4300-digit limit on ``int()``.  Leading zeros do not count.
+
+    Raises :class:`SettingsError` with a message that starts with ``where``: ``not_whole``
+    (given the text quoted and shortened, :func:`shown`), ``too_low`` or ``too_high``
+    (given the value, shortened when it has more than 30 digits) build it when given;
+    the defaults read ``WHERE: 'x' is not NOUN (only the ASCII digits 0-9)`` and
+    ``WHERE: must be from LOW to HIGH, not VALUE``.
+    """
     raw = str(text).strip()
-    return int(raw, 10) if _WHOLE.fullmatch(raw) else None
+    match = _WHOLE.fullmatch(raw)
+    if match is None:
+        if not_whole is not None:
+            raise SettingsError(not_whole(shown(raw)))
+        sign = ", with an optional sign" if low < 0 else ""
+        raise SettingsError(f"{where}: {shown(raw)} is not {noun} (only the ASCII digits "
+                            f"0-9{sign})")
+    sign, digits = match.group(1), match.group(2).lstrip("0") or "0"
+    value: int | None = None
+    if len(digits) <= len(str(max(abs(low), abs(high)))):
+        value = int(f"{sign}{digits}", 10)  # a bounded number of ASCII digits: cheap, exact
+        if low <= value <= high:
+            return value
+    negative = sign == "-" and digits != "0"
+    below = negative if value is None else value < low
+    shown_number = _shown_whole(negative, digits)
+    build = too_low if below else too_high
+    if build is not None:
+        raise SettingsError(build(shown_number))
+    raise SettingsError(f"{where}: must be from {low} to {high}, not {shown_number}")
+
+
+def is_whole_number(text: object) -> bool:
+    """Is ``text`` written as :func:`whole_number` reads numbers (ASCII digits, a sign), of any
+    length?"""
+    return _WHOLE.fullmatch(str(text).strip()) is not None
 
 
 def decimal_number(text: object) -> float:
     """``text`` as a float, written in ASCII (``0.5``, ``1e-3``, ``inf``); ``ValueError`` otherwise.
 
-    ``float()`` alone also takes other scripts' digits (``٠٫٥``) and ``1_000``.
+    ``float()`` alone also takes other scripts' digits (``٠٫٥``) and ``1_000``.  A text
+    longer than :data:`MAX_DECIMAL_TEXT` characters is refused before converting.  ``inf``
+    and ``nan`` are numbers here: every caller checks its range, which they are outside of.
     """
     raw = str(text).strip()
+    if len(raw) > MAX_DECIMAL_TEXT:
+        raise ValueError(f"over {MAX_DECIMAL_TEXT} characters: {shown(raw)}")
     if not raw.isascii() or "_" in raw:
         raise ValueError(f"not an ASCII number: {raw!r}")
     return float(raw)
+
+
+def shown_value(value: object) -> str:
+    """A value from Python code for a message: ``repr``, cut to 60 characters; an int of
+    more than 30 digits as ``a number of about N digits`` (``str()`` of one over 4300
+    digits raises ``ValueError``)."""
+    if isinstance(value, int) and not isinstance(value, bool) and abs(value).bit_length() > 99:
+        sign = "a negative" if value < 0 else "a"
+        return f"{sign} number of about {int(abs(value).bit_length() * math.log10(2))} digits"
+    return f"{value!r:.60}"
+
+
+def min_time_problem(min_time: object) -> str | None:
+    """Why ``min_time`` (seconds, from Python code) is not more than 0 and at most
+    :data:`MAX_MIN_TIME`, or None: the limits of ``--qcrypto-min-time``."""
+    if isinstance(min_time, bool) or not isinstance(min_time, (int, float)) \
+            or not 0 < min_time <= MAX_MIN_TIME:  # also false for NaN
+        return (f"min_time must be more than 0 and at most {MAX_MIN_TIME:g} seconds, "
+                f"not {shown_value(min_time)}")
+    return None
+
+
+def rounds_problem(rounds: object) -> str | None:
+    """Why ``rounds`` (from Python code) is not a whole number from 1 to :data:`MAX_ROUNDS`,
+    or None: the limits of ``--qcrypto-rounds``."""
+    if isinstance(rounds, bool) or not isinstance(rounds, int) or not 1 <= rounds <= MAX_ROUNDS:
+        return f"rounds must be a whole number from 1 to {MAX_ROUNDS}, not {shown_value(rounds)}"
+    return None
 
 
 def parse_sizes(values: Iterable[str] | None, option: str = "--qcrypto-size") -> tuple[int, ...]:
@@ -118,40 +216,39 @@ def parse_sizes(values: Iterable[str] | None, option: str = "--qcrypto-size") ->
                             f"e.g. 16,64, or leave it out for the default "
                             f"{','.join(map(str, DEFAULT_SIZES))}")
     check_elements(texts, option, "sizes", "16,64")
-    sizes: set[int] = set()
-    for text in split_list(texts):
-        size = whole_number(text)
-        if size is None:
-            raise SettingsError(f"{option}: {text!r} is not a whole number of bytes "
-                                "(only the ASCII digits 0-9)")
-        if size <= 0:
-            raise SettingsError(f"{option}: buffer size must be at least 1 byte, not {size}")
-        if size > MAX_SIZE:
-            raise SettingsError(f"{option}: {size} bytes is over the limit of {MAX_SIZE} (256 MiB)")
-        sizes.add(size)
+    sizes = {whole_number(
+        text, option, 1, MAX_SIZE, noun="a whole number of bytes",
+        too_low=lambda v: f"{option}: buffer size must be at least 1 byte, not {v}",
+        too_high=lambda v: f"{option}: {v} bytes is over the limit of {MAX_SIZE} (256 MiB)")
+        for text in split_list(texts)}
     return tuple(sorted(sizes)) or DEFAULT_SIZES
 
 
 def parse_min_time(text: object, option: str = "--qcrypto-min-time") -> float:
-    """Seconds, a positive finite number no larger than one hour."""
+    """Seconds, a positive finite number no larger than one hour (:data:`MAX_MIN_TIME`)."""
     try:
         value = decimal_number(text)
     except ValueError:
-        raise SettingsError(f"{option}: {text!r} is not a number of seconds") from None
-    if not math.isfinite(value) or value <= 0 or value > 3600:
-        raise SettingsError(f"{option}: must be more than 0 and at most 3600 seconds, not {text}")
+        raise SettingsError(f"{option}: {shown(str(text).strip())} is not a number of "
+                            "seconds") from None
+    if not math.isfinite(value) or value <= 0 or value > MAX_MIN_TIME:
+        raise SettingsError(f"{option}: must be more than 0 and at most {MAX_MIN_TIME:g} "
+                            f"seconds, not {str(text).strip()}")
     return value
 
 
 def parse_rounds(text: object, option: str = "--qcrypto-rounds") -> int:
-    """A whole number of rounds, 1 to 1000."""
-    value = whole_number(text)
-    if value is None:
-        raise SettingsError(f"{option}: {text!r} is not a whole number (only the ASCII digits "
-                            "0-9)")
-    if not 1 <= value <= 1000:
-        raise SettingsError(f"{option}: must be from 1 to 1000, not {value}")
-    return value
+    """A whole number of rounds, 1 to :data:`MAX_ROUNDS`."""
+    return whole_number(text, option, 1, MAX_ROUNDS)
+
+
+#: ``--qcrypto-seed`` takes a signed 64-bit number.
+SEED_RANGE = (-(2**63), 2**63 - 1)
+
+
+def parse_seed(text: object, option: str = "--qcrypto-seed") -> int:
+    """The seed of keys and data: a whole number in :data:`SEED_RANGE`."""
+    return whole_number(text, option, *SEED_RANGE)
 
 
 def parse_algorithms(values: Iterable[str] | None, kinds: tuple[str, ...],

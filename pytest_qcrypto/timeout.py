@@ -46,7 +46,7 @@ from contextlib import contextmanager
 from types import FrameType
 from typing import Any, TypeVar
 
-from pytest_qcrypto.settings import SettingsError, decimal_number
+from pytest_qcrypto.settings import SettingsError, decimal_number, shown
 
 T = TypeVar("T")
 
@@ -164,7 +164,8 @@ def parse_timeout(text: object, min_time: float, rounds: int,
     try:
         seconds = decimal_number(value)
     except ValueError:
-        raise SettingsError(f"{option}: {value!r} is not a number of seconds; {valid}") from None
+        raise SettingsError(f"{option}: {shown(value)} is not a number of seconds; "
+                            f"{valid}") from None
     if not 0 < seconds <= MAX_TIMEOUT:  # also false for NaN
         raise SettingsError(f"{option}: {value} is out of range; {valid}")
     need = needed_seconds(min_time, rounds)

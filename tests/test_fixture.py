@@ -38,8 +38,9 @@ def test_a_size_that_is_no_size_fails_and_one_the_algorithm_cannot_take_skips(py
         "hashlib sha256: measure(): size must be a whole number of bytes from 1, not -5",
         "hashlib sha256: measure(): size must be a whole number of bytes from 1, not '16'",
         "hashlib sha256: measure(): size must be a whole number of bytes from 1, not True",
-        "hashlib sha256: measure(): min_time must be a positive number of seconds, not nan",
-        "hashlib sha256: measure(): rounds must be a whole number from 1, not 2.5",
+        "hashlib sha256: measure(): min_time must be more than 0 and at most 3600 seconds, "
+        "not nan",
+        "hashlib sha256: measure(): rounds must be a whole number from 1 to 1000, not 2.5",
         "hashlib sha256: measure(): size 1000000000000 bytes is over the limit of 268435456 "
         "(256 MiB)",
         "hashlib sha256 at 16 bytes: not measured, the context is closed",
@@ -55,9 +56,9 @@ def test_a_size_that_is_no_size_fails_and_one_the_algorithm_cannot_take_skips(py
     (16, 0.1, 3, None),
     (1, 1e-9, 1, None),
     (0, 0.1, 3, "size must be a whole number of bytes from 1, not 0"),
-    (16, float("inf"), 3, "min_time must be a positive number of seconds, not inf"),
-    (16, True, 3, "min_time must be a positive number of seconds, not True"),
-    (16, 0.1, False, "rounds must be a whole number from 1, not False"),
+    (16, float("inf"), 3, "min_time must be more than 0 and at most 3600 seconds, not inf"),
+    (16, True, 3, "min_time must be more than 0 and at most 3600 seconds, not True"),
+    (16, 0.1, False, "rounds must be a whole number from 1 to 1000, not False"),
 ])
 def test_argument_problem(size, min_time, rounds, problem):
     assert bench.argument_problem(size, min_time, rounds) == problem

@@ -213,9 +213,9 @@ def test_gc_is_restored_when_the_runner_raises():
 
 
 @pytest.mark.parametrize("kwargs, message", [
-    ({"min_time": 0}, "min_time must be a positive number"),
-    ({"min_time": float("nan")}, "min_time must be a positive number"),
-    ({"rounds": 0}, "rounds must be at least 1"),
+    ({"min_time": 0}, "min_time must be more than 0 and at most 3600 seconds, not 0"),
+    ({"min_time": float("nan")}, "min_time must be more than 0 and at most 3600 seconds"),
+    ({"rounds": 0}, "rounds must be a whole number from 1 to 1000, not 0"),
 ])
 def test_bad_arguments(kwargs, message):
     with pytest.raises(ValueError, match=message):

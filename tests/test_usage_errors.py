@@ -238,8 +238,9 @@ def test_whole_numbers_keep_their_sign_and_spaces():
     assert settings.parse_sizes([" 16 , 64", "16"]) == (16, 64)
     assert settings.parse_sizes([]) == settings.DEFAULT_SIZES  # not given: the default
     assert settings.parse_rounds(" 3 ") == 3
-    assert settings.whole_number("-3") == -3
-    assert settings.whole_number("\u0663") is None
+    assert settings.whole_number(" -3 ", "x", -5, 5) == -3
+    with pytest.raises(settings.SettingsError, match="x: '\u0663' is not a whole number"):
+        settings.whole_number("\u0663", "x", -5, 5)
     with pytest.raises(settings.SettingsError, match="at least 1 byte, not -16"):
         settings.parse_sizes(["-16"])
 
