@@ -135,6 +135,18 @@ class CryptoPlugin:
         """Canonical catalog names this plugin can do, asked of the library."""
         return frozenset()
 
+    def implementation(self, algorithm: Algorithm) -> str:
+        """Which code does ``algorithm`` in this plugin, in a few words (``CPython's _blake2``).
+
+        Shown in ``--qcrypto-list`` and saved for each measured algorithm in a
+        results file (``plugins.NAME.implementations``).  The default is
+        :meth:`version` (else :attr:`library`): override it when one plugin's
+        algorithms come from different code, as hashlib's BLAKE2 (CPython's own)
+        and SHA-2 (OpenSSL's) do.  It may raise as :meth:`version` may; callers
+        show ``unknown (the error)`` instead.
+        """
+        return self.version() or self.library or self.name
+
     def open(self, algorithm: Algorithm, key: bytes, variant: str | None = None) -> Context:
         """A keyed context; raises :class:`Unsupported` or :class:`Unavailable` with a reason."""
         raise NotImplementedError
@@ -142,6 +154,25 @@ class CryptoPlugin:
     def details(self) -> list[str]:
         """Extra lines for ``--qcrypto-list`` (drivers, priorities); none by default."""
         return []
+
+
+def describe_implementations(implementations: dict[str, str]) -> str:
+    """``blake2b512, blake2s256 from CPython's _blake2; the others from OpenSSL 3.0.19``.
+
+    ``implementations`` maps algorithm names to :meth:`CryptoPlugin.implementation`
+    texts.  Algorithms are grouped by text; the largest group (the first of
+    equals) is named last as "the others", or "all" when there is one group
+    (an empty mapping gives "").
+    """
+    groups: dict[str, list[str]] = {}
+    for name, text in implementations.items():
+        groups.setdefault(text, []).append(name)
+    if len(groups) <= 1:
+        return "".join(f"all from {text}" for text in groups)
+    largest = max(groups, key=lambda text: len(groups[text]))
+    parts = [f"{', '.join(names)} from {text}" for text, names in groups.items()
+             if text != largest]
+    return "; ".join(parts + [f"the others from {largest}"])
 
 
 def builtin_plugins() -> list[CryptoPlugin]:
