@@ -156,6 +156,23 @@ class CryptoPlugin:
         return []
 
 
+def implementation_text(plugin: CryptoPlugin, name: str) -> str:
+    """``plugin.implementation`` of catalog algorithm ``name``, never raising.
+
+    A plugin whose method raises gets ``unknown (ErrorType: message)``, as
+    :meth:`CryptoPlugin.version` does where it is shown.
+    """
+    from pytest_qcrypto import catalog
+
+    alg = catalog.lookup(name)
+    if alg is None:
+        return f"unknown (no catalog algorithm {name!r})"
+    try:
+        return str(plugin.implementation(alg))
+    except Exception as exc:  # a third-party plugin must not break a listing or a save
+        return f"unknown ({type(exc).__name__}: {exc})"
+
+
 def describe_implementations(implementations: dict[str, str]) -> str:
     """``blake2b512, blake2s256 from CPython's _blake2; the others from OpenSSL 3.0.19``.
 
