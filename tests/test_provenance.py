@@ -170,7 +170,7 @@ def test_openssl_implementation_says_when_the_aead_loop_allocates(monkeypatch):
     assert "(" not in OpenSSLPlugin().implementation(ALG("aes-128-cbc"))
 
 
-# -- saved results and the report legend ------------------------------------------------------------
+# -- saved results and the report legend --------------------------------------------------------
 
 
 def test_saved_results_record_each_measured_algorithms_implementation(pytester):

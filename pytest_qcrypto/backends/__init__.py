@@ -22,6 +22,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass
 
+from pytest_qcrypto import catalog
 from pytest_qcrypto.catalog import Algorithm
 
 #: Runs ``count`` operations back to back; the only code inside the timed window.
@@ -162,8 +163,6 @@ def implementation_text(plugin: CryptoPlugin, name: str) -> str:
     A plugin whose method raises gets ``unknown (ErrorType: message)``, as
     :meth:`CryptoPlugin.version` does where it is shown.
     """
-    from pytest_qcrypto import catalog
-
     alg = catalog.lookup(name)
     if alg is None:
         return f"unknown (no catalog algorithm {name!r})"
