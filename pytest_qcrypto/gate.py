@@ -884,7 +884,7 @@ class Gate:
             run_settings, state = self._run_state()
             doc = ResultsFile(
                 results=self.results, machine=results.fingerprint(),
-                plugins=results.plugin_entries(typed, resolve) if resolve else {},
+                plugins=results.plugin_entries(typed, resolve, self.results) if resolve else {},
                 complete=complete, settings=run_settings, machine_state=state)
             for entry_typed, entry in doc.plugins.items():
                 entry["drivers"] = sorted({r.driver for r in self.results

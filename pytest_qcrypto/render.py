@@ -567,7 +567,7 @@ def joined_tables(files: Sequence[Any], names: Sequence[str]) -> tuple[list[Tabl
     labelled ``MACHINE/PLUGIN`` where MACHINE is the file's label from
     :func:`machine_labels`.  The legend names each machine's file and
     fingerprint and every field in which the fingerprints, or the plugins'
-    versions, differ.
+    versions or per-algorithm implementations, differ.
     """
     labels = machine_labels(names)
     rows: list[tuple[str, Any]] = []
@@ -624,6 +624,25 @@ def _differences(values: Sequence[tuple[str, Any]], key: str) -> str | None:
     return f"{key}: " + ", ".join(f"{label}={v}" for label, v in known)
 
 
+def _implementation_differences(plugin: str, files: Sequence[Any],
+                                labels: Sequence[str]) -> list[str]:
+    """``hashlib blake2b512, blake2s256: a=CPython's _blake2, b=OpenSSL 3.5.1``.
+
+    The algorithms of ``plugin`` whose recorded implementation (the optional
+    ``implementations`` of a ``plugins`` entry) differs between files, grouped
+    by the same difference.  A file that does not record one is left out.
+    """
+    recorded = [(lb, (f.plugins.get(plugin) or {}).get("implementations") or {})
+                for lb, f in zip(labels, files)]
+    groups: dict[tuple[tuple[str, str], ...], list[str]] = {}
+    for name in dict.fromkeys(n for _, impl in recorded for n in impl):
+        known = tuple((lb, impl[name]) for lb, impl in recorded if name in impl)
+        if len({text for _, text in known}) > 1:
+            groups.setdefault(known, []).append(name)
+    return [f"{plugin} {', '.join(names)}: " + ", ".join(f"{lb}={text}" for lb, text in known)
+            for known, names in groups.items()]
+
+
 def legend(files: Sequence[Any], labels: Sequence[str]) -> list[str]:
     """The machines of a joined report, and every field that differs between them."""
     lines = ["machines:"]
@@ -645,6 +664,7 @@ def legend(files: Sequence[Any], labels: Sequence[str]) -> list[str]:
         d = _differences(versions, f"{p} version")
         if d:
             diffs.append(d)
+        diffs += _implementation_differences(p, files, labels)
     settings: list[str] = []
     for f in files:
         settings += [k for k in f.settings if k not in settings]

@@ -18,8 +18,11 @@ dashboards read them) and only change with ``schema_version``::
       "plugins": {                      # per crypto plugin as typed
         "openssl": {"canonical": "openssl", "library": "pyca/cryptography",
                     "version": "OpenSSL 3.4.1 11 Feb 2025 (cryptography 44.0.2)",
-                    "drivers": []}
-      },
+                    "drivers": [],
+                    "implementations": {"sha256": "OpenSSL 3.4.1 via cryptography 44.0.2"}}
+      },                                # "implementations" (optional): per algorithm
+                                        # measured, the code that did it (hashlib:
+                                        # "CPython's _blake2" or "OpenSSL 3.0.19")
       "results": [
         {"algorithm": "sha256", "plugin": "openssl", "canonical_plugin": "openssl",
          "size": 4096, "direction": "digest", "operation": "hash one buffer ...",
@@ -372,20 +375,29 @@ def now_utc() -> str:
 
 
 def plugin_entries(typed_names: Iterable[str], resolve: Callable[[str], Any],
-                   measurements: Iterable[Measurement] = ()) -> dict[str, dict[str, Any]]:
-    """The ``plugins`` section: per typed name, canonical name, library, version, drivers seen.
+                   measurements: Iterable[Measurement | Result] = ()
+                   ) -> dict[str, dict[str, Any]]:
+    """The ``plugins`` section: per typed name, canonical name, library, version, drivers seen,
+    and ``implementations``: for each algorithm measured, the plugin's
+    ``implementation(algorithm)`` (``CPython's _blake2``), followed by
+    ``: driver X`` when the measurements name the kernel drivers that did the work.
 
     ``resolve(typed)`` returns the registry's ``Selection``; a plugin whose
-    version cannot be read gets ``"unknown (reason)"``.
+    version (or an implementation) cannot be read gets ``"unknown (reason)"``.
     """
     drivers: dict[str, set[str]] = {}
+    measured: dict[str, dict[str, set[str]]] = {}
     for m in measurements:
         if m.driver:
             drivers.setdefault(m.plugin, set()).add(m.driver)
+        seen = measured.setdefault(m.plugin, {}).setdefault(m.algorithm, set())
+        if m.driver:
+            seen.add(m.driver)
     out: dict[str, dict[str, Any]] = {}
     for typed in typed_names:
         if typed in out:
             continue
+        sel = None
         try:
             sel = resolve(typed)
             canonical, library = sel.canonical, sel.plugin.library
@@ -397,7 +409,19 @@ def plugin_entries(typed_names: Iterable[str], resolve: Callable[[str], Any],
             version = f"unknown ({type(exc).__name__}: {exc})"
         out[typed] = {"canonical": canonical, "library": library, "version": version,
                       "drivers": sorted(drivers.get(typed, ()))}
+        if sel is not None and typed in measured:
+            out[typed]["implementations"] = {
+                name: _implementation(sel.plugin, name, seen)
+                for name, seen in measured[typed].items()}
     return out
+
+
+def _implementation(plugin: Any, name: str, drivers: set[str]) -> str:
+    """``plugin.implementation`` of catalog algorithm ``name``, with the drivers that did it."""
+    from pytest_qcrypto.backends import implementation_text
+
+    text = implementation_text(plugin, name)
+    return f"{text}: driver {', '.join(sorted(drivers))}" if drivers else text
 
 
 # -- writing -----------------------------------------------------------------------------------
@@ -736,6 +760,9 @@ def parse(doc: object, path: Path, canonical: Canonical | None = None) -> Result
     machine = g(doc, "machine", "", "an object", lambda v: isinstance(v, dict))
     plugins = g(doc, "plugins", "", "an object of objects",
                 lambda v: isinstance(v, dict) and all(isinstance(e, dict) for e in v.values()))
+    for typed, entry in plugins.items():  # optional: files before it have none
+        g(entry, "implementations", f"plugins.{typed}.", "an object of strings",
+          lambda v: isinstance(v, dict) and all(isinstance(t, str) for t in v.values()), None)
     raw = g(doc, "results", "", "a list", lambda v: isinstance(v, list))
     name = _canonical_names(canonical or registry.builtin_canonical)
     entries = [_result(r, i, check) for i, r in enumerate(raw)]

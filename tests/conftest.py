@@ -7,7 +7,10 @@ import pytest
 # libraries here, before any run, and they stay loaded.
 import cryptography.hazmat.primitives.ciphers.aead  # noqa: F401
 import cryptography.hazmat.backends.openssl  # noqa: F401
-import cryptography.hazmat.decrepit.ciphers.algorithms  # noqa: F401
+try:  # TripleDES's module from cryptography 43; before that it was in primitives
+    import cryptography.hazmat.decrepit.ciphers.algorithms  # noqa: F401
+except ImportError:
+    import cryptography.hazmat.primitives.ciphers.algorithms  # noqa: F401
 import Crypto.Cipher.AES  # noqa: F401
 
 try:  # the same for the matplotlib modules that --qcrypto-plot's start-up check imports

@@ -30,7 +30,10 @@ from typing import Any
 
 import pytest
 from cryptography.exceptions import InvalidTag
-from cryptography.hazmat.decrepit.ciphers.algorithms import TripleDES
+try:  # cryptography 43 and later
+    from cryptography.hazmat.decrepit.ciphers.algorithms import TripleDES
+except ImportError:
+    from cryptography.hazmat.primitives.ciphers.algorithms import TripleDES
 from cryptography.hazmat.primitives.ciphers import Cipher, algorithms, modes
 from cryptography.hazmat.primitives.ciphers.aead import AESGCM, ChaCha20Poly1305
 

@@ -317,7 +317,8 @@ def test_save_then_load_through_pytest(pytester):
     doc = json.loads((pytester.path / "out.json").read_text())
     assert doc["complete"] is True
     assert doc["plugins"]["fake"] == {"canonical": "fake", "library": "a busy-wait test double",
-                                      "version": "fake 1.0", "drivers": []}
+                                      "version": "fake 1.0", "drivers": [],
+                                      "implementations": {"sha256": "fake 1.0"}}
     assert [(e["plugin"], e["size"], e["test"]) for e in doc["results"]] == [
         ("fake", 16, "qcrypto::sha256[fake-16]"), ("fake", 64, "qcrypto::sha256[fake-64]")]
     assert doc["settings"] == {"min_time_s": 0.002, "rounds": 1}

@@ -22,6 +22,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass
 
+from pytest_qcrypto import catalog
 from pytest_qcrypto.catalog import Algorithm
 
 #: Runs ``count`` operations back to back; the only code inside the timed window.
@@ -135,6 +136,18 @@ class CryptoPlugin:
         """Canonical catalog names this plugin can do, asked of the library."""
         return frozenset()
 
+    def implementation(self, algorithm: Algorithm) -> str:
+        """Which code does ``algorithm`` in this plugin, in a few words (``CPython's _blake2``).
+
+        Shown in ``--qcrypto-list`` and saved for each measured algorithm in a
+        results file (``plugins.NAME.implementations``).  The default is
+        :meth:`version` (else :attr:`library`): override it when one plugin's
+        algorithms come from different code, as hashlib's BLAKE2 (CPython's own)
+        and SHA-2 (OpenSSL's) do.  It may raise as :meth:`version` may; callers
+        show ``unknown (the error)`` instead.
+        """
+        return self.version() or self.library or self.name
+
     def open(self, algorithm: Algorithm, key: bytes, variant: str | None = None) -> Context:
         """A keyed context; raises :class:`Unsupported` or :class:`Unavailable` with a reason."""
         raise NotImplementedError
@@ -142,6 +155,40 @@ class CryptoPlugin:
     def details(self) -> list[str]:
         """Extra lines for ``--qcrypto-list`` (drivers, priorities); none by default."""
         return []
+
+
+def implementation_text(plugin: CryptoPlugin, name: str) -> str:
+    """``plugin.implementation`` of catalog algorithm ``name``, never raising.
+
+    A plugin whose method raises gets ``unknown (ErrorType: message)``, as
+    :meth:`CryptoPlugin.version` does where it is shown.
+    """
+    alg = catalog.lookup(name)
+    if alg is None:
+        return f"unknown (no catalog algorithm {name!r})"
+    try:
+        return str(plugin.implementation(alg))
+    except Exception as exc:  # a third-party plugin must not break a listing or a save
+        return f"unknown ({type(exc).__name__}: {exc})"
+
+
+def describe_implementations(implementations: dict[str, str]) -> str:
+    """``blake2b512, blake2s256 from CPython's _blake2; the others from OpenSSL 3.0.19``.
+
+    ``implementations`` maps algorithm names to :meth:`CryptoPlugin.implementation`
+    texts.  Algorithms are grouped by text; the largest group (the first of
+    equals) is named last as "the others", or "all" when there is one group
+    (an empty mapping gives "").
+    """
+    groups: dict[str, list[str]] = {}
+    for name, text in implementations.items():
+        groups.setdefault(text, []).append(name)
+    if len(groups) <= 1:
+        return "".join(f"all from {text}" for text in groups)
+    largest = max(groups, key=lambda text: len(groups[text]))
+    parts = [f"{', '.join(names)} from {text}" for text, names in groups.items()
+             if text != largest]
+    return "; ".join(parts + [f"the others from {largest}"])
 
 
 def builtin_plugins() -> list[CryptoPlugin]:

@@ -226,6 +226,10 @@ class AfalgPlugin(CryptoPlugin):
     def version(self) -> str:
         return f"Linux {os.uname().release} kernel crypto API (AF_ALG)"
 
+    def implementation(self, algorithm: Algorithm) -> str:
+        """``the Linux 6.1.0 kernel's crypto drivers``; each result names the driver bound."""
+        return f"the Linux {os.uname().release} kernel's crypto drivers"
+
     def supported(self) -> frozenset[str]:
         """Catalog algorithms with a kernel name; whether this kernel has one shows at bind."""
         return frozenset(a.name for a in catalog.ALGORITHMS if kernel_name(a) is not None)

@@ -368,6 +368,10 @@ class DevcryptoPlugin(CryptoPlugin):
         return f"{abi.name if abi else 'no'} ABI on {self.path} ({os.uname().sysname} " \
                f"{os.uname().release})"
 
+    def implementation(self, algorithm: Algorithm) -> str:
+        """``the kernel's crypto drivers behind /dev/crypto``; each result names the session's."""
+        return f"the kernel's crypto drivers behind {self.path}"
+
     def supported(self) -> frozenset[str]:
         """Catalog algorithms this ABI has ids for; whether the driver takes them shows at open."""
         abi = self.abi

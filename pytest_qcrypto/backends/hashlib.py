@@ -1,9 +1,14 @@
 """The ``hashlib`` plugin: Python's standard library digests (no ciphers).
 
 Supported digests are those in ``hashlib.algorithms_available`` that the
-catalog knows; the library is the OpenSSL that CPython was built against
-(``ssl.OPENSSL_VERSION``), or CPython's own HACL* code for builds without it.
-Timed call path: ``h = pristine.copy(); h.update(buf); h.digest()``.
+catalog knows.  The code that does each one is found at run time
+(:func:`implementation_of`): ``hashlib.new(name)`` gives an object of
+``_hashlib`` (the OpenSSL that CPython links, ``ssl.OPENSSL_VERSION``) or of
+one of CPython's own modules: ``_blake2`` always serves BLAKE2, and ``_sha3``,
+``_sha256`` (``_sha2`` from 3.12), ``_md5``, ``_sha1`` serve the others in
+builds without OpenSSL or where OpenSSL refuses them.
+Timed call path: ``h = pristine.copy(); h.update(buf); h.digest()``, on that
+same object.
 """
 
 from __future__ import annotations
@@ -28,6 +33,30 @@ def _hashlib_name(name: str) -> str:
     return _HASHLIB_NAME.get(name, name)
 
 
+def openssl_name() -> str:
+    """``OpenSSL 3.0.19``: the name and version of the OpenSSL that CPython links.
+
+    From ``ssl.OPENSSL_VERSION`` (``_hashlib`` links the same library); when
+    this Python has no ``ssl`` module, ``OpenSSL (version unknown: no ssl module)``.
+    """
+    try:
+        import ssl
+    except ImportError:
+        return "OpenSSL (version unknown: no ssl module)"
+    return " ".join(ssl.OPENSSL_VERSION.split()[:2])
+
+
+def implementation_of(name: str) -> str:
+    """The code behind ``hashlib.new(name)``: ``OpenSSL 3.0.19`` or ``CPython's _blake2``.
+
+    Told by the module of the object's type: ``_hashlib`` is CPython's OpenSSL
+    binding, any other module is CPython's own code.  Raises ``ValueError``
+    for a name this hashlib does not have.
+    """
+    module = type(hashlib.new(name)).__module__
+    return openssl_name() if module == "_hashlib" else f"CPython's {module}"
+
+
 class HashlibPlugin(CryptoPlugin):
     name = "hashlib"
     aliases = ("python",)
@@ -39,6 +68,10 @@ class HashlibPlugin(CryptoPlugin):
         import sys
 
         return f"{ssl.OPENSSL_VERSION} (Python {sys.version.split()[0]})"
+
+    def implementation(self, algorithm: Algorithm) -> str:
+        """``CPython's _blake2`` or ``OpenSSL 3.0.19``, see :func:`implementation_of`."""
+        return implementation_of(_hashlib_name(algorithm.name))
 
     def supported(self) -> frozenset[str]:
         have = {n.lower() for n in hashlib.algorithms_available}

@@ -8,7 +8,15 @@ Timed call paths (the fastest honest ones, see the project's measurement notes):
   measurement, ``update_into(buf, out)`` into a preallocated output;
 * AEAD: ``AESGCM(key)`` / ``ChaCha20Poly1305(key)`` built once,
   ``encrypt_into(nonce, buf, None, out)`` per message (``decrypt_into`` verifies
-  the tag).
+  the tag).  ``encrypt_into`` and ``decrypt_into`` exist from cryptography 47;
+  with an older cryptography the loop calls ``encrypt(nonce, buf, None)`` (or
+  ``decrypt``), which also allocates and fills a new ``bytes`` object of
+  ``size + 16`` (or ``size``) bytes per message, so the figure includes that
+  allocation and copy: :meth:`OpenSSLPlugin.implementation` says so for those
+  algorithms, and saved results record it.
+
+``des-ede3-cbc`` is pyca's TripleDES, from ``cryptography.hazmat.decrepit``
+(cryptography 43 and later) or from ``primitives.ciphers.algorithms`` (before 43).
 
 The alias ``openssl-3`` is accepted, as in qcrypto's own example; the OpenSSL
 version really used is what :meth:`OpenSSLPlugin.version` reports.
@@ -59,10 +67,24 @@ def _cipher_parts(alg: Algorithm, key: bytes, iv: bytes) -> tuple[Any, Any]:
     if alg.name == "chacha20":
         return algorithms.ChaCha20(key, iv), None
     if alg.name == "des-ede3-cbc":
-        from cryptography.hazmat.decrepit.ciphers.algorithms import TripleDES
-
-        return TripleDES(key), modes.CBC(iv)
+        return _triple_des()(key), modes.CBC(iv)
     raise Unsupported(f"openssl plugin has no mapping for {alg.name}")
+
+
+def _triple_des() -> Any:
+    """pyca's TripleDES class: from ``hazmat.decrepit`` (cryptography 43+), else the old place."""
+    try:
+        from cryptography.hazmat.decrepit.ciphers.algorithms import TripleDES
+    except ImportError:  # cryptography before 43
+        from cryptography.hazmat.primitives.ciphers.algorithms import TripleDES
+    return TripleDES
+
+
+def _has_aead_into() -> bool:
+    """Whether pyca's AEADs have ``encrypt_into`` / ``decrypt_into`` (cryptography 47+)."""
+    from cryptography.hazmat.primitives.ciphers.aead import AESGCM
+
+    return hasattr(AESGCM, "encrypt_into") and hasattr(AESGCM, "decrypt_into")
 
 
 class OpenSSLPlugin(CryptoPlugin):
@@ -82,6 +104,27 @@ class OpenSSLPlugin(CryptoPlugin):
         from cryptography.hazmat.backends.openssl import backend
 
         return f"{backend.openssl_version_text()} (cryptography {cryptography.__version__})"
+
+    def implementation(self, algorithm: Algorithm) -> str:
+        """The OpenSSL that pyca/cryptography runs on: ``OpenSSL 3.5.4 via cryptography 46.0.7``.
+
+        pyca's wheels bundle their own OpenSSL (not the one ``ssl`` and
+        ``hashlib`` use); a distribution's package may link the system's: the
+        version is asked of the loaded library either way.  pyca's decrepit TripleDES
+        (``des-ede3-cbc``) and an AEAD timed through ``encrypt()`` (cryptography
+        before 47, see the module docstring) say so in parentheses.
+        """
+        import cryptography
+        from cryptography.hazmat.backends.openssl import backend
+
+        openssl = " ".join(backend.openssl_version_text().split()[:2])
+        text = f"{openssl} via cryptography {cryptography.__version__}"
+        if algorithm.name == "des-ede3-cbc":
+            text += " (pyca's decrepit TripleDES)"
+        elif algorithm.kind == catalog.AEAD and not _has_aead_into():
+            text += (" (timed through encrypt()/decrypt(): a new bytes object per message; "
+                     "encrypt_into needs cryptography 47)")
+        return text
 
     def supported(self) -> frozenset[str]:
         from cryptography.hazmat.backends.openssl import backend
@@ -183,6 +226,8 @@ class _AeadContext(Context):
             raise AuthenticationError("tag did not verify") from None
 
     def runner(self, work: Workload) -> Runner:
+        if not hasattr(self._aead, "encrypt_into"):
+            return self._allocating_runner(work)
         tag = self.algorithm.tag_size
         if work.decrypt:
             out = bytearray(len(work.ciphertext) - tag)
@@ -201,5 +246,22 @@ class _AeadContext(Context):
                 buf: bytes = work.data, out: bytearray = out) -> None:
             for nonce in islice(nonces, count):
                 encrypt_into(nonce, buf, None, out)
+
+        return run
+
+    def _allocating_runner(self, work: Workload) -> Runner:
+        """cryptography before 47: ``encrypt`` / ``decrypt``, a new bytes object per message."""
+        if work.decrypt:
+            def run_decrypt(count: int, decrypt: Any = self._aead.decrypt,
+                            nonce: bytes = work.nonces[0], buf: bytes = work.ciphertext) -> None:
+                for _ in repeat(None, count):
+                    decrypt(nonce, buf, None)
+
+            return run_decrypt
+        nonces = cycle(work.nonces)
+
+        def run(count: int, encrypt: Any = self._aead.encrypt, buf: bytes = work.data) -> None:
+            for nonce in islice(nonces, count):
+                encrypt(nonce, buf, None)
 
         return run

@@ -85,6 +85,10 @@ class PyCryptodomePlugin(CryptoPlugin):
 
         return f"PyCryptodome {Crypto.__version__}"
 
+    def implementation(self, algorithm: Algorithm) -> str:
+        """``PyCryptodome 3.20.0 (its own C code)``: no algorithm goes to OpenSSL."""
+        return f"{self.version()} (its own C code)"
+
     def supported(self) -> frozenset[str]:
         from Crypto.Cipher import AES
 
