@@ -19,7 +19,7 @@ from typing import Any
 import pytest
 
 from pytest_qcrypto import catalog, gate, jobs, machine, settings
-from pytest_qcrypto.backends import describe_implementations, implementation_text
+from pytest_qcrypto.backends import describe_implementations
 from pytest_qcrypto.bench import Case, Randomness, direction_of
 from pytest_qcrypto.catalog import Algorithm
 from pytest_qcrypto.harness import Measurement
@@ -153,7 +153,7 @@ def list_plugins(registry: Registry) -> list[str]:
             if names:
                 lines.append(f"  {kind}s: {', '.join(names)}")
         if why is None and supported:
-            done = {n: implementation_text(p, n) for n in catalog.names() if n in supported}
+            done = registry.implementations(p, [n for n in catalog.names() if n in supported])
             lines.append(f"  implementations: {describe_implementations(done)}")
         lines.extend(f"  {line}" for line in registry.details(p))
     return lines

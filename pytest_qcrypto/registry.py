@@ -174,6 +174,10 @@ class Registry:
         except Exception as exc:
             return [f"details unavailable: {type(exc).__name__}: {exc}"]
 
+    def implementations(self, plugin: CryptoPlugin, names: Iterable[str]) -> dict[str, str]:
+        """:func:`bounded_implementations` of ``plugin`` (for ``--qcrypto-list``)."""
+        return bounded_implementations(plugin, names)
+
     def default(self) -> Selection | None:
         """The first available plugin in registration order, or None."""
         for p in self.plugins:
@@ -200,3 +204,21 @@ def builtin_canonical(typed: str) -> str:
         return _builtin_registry().resolve(typed).canonical
     except RegistryError:
         return typed
+
+
+def bounded_implementations(plugin: CryptoPlugin, names: Iterable[str]) -> dict[str, str]:
+    """``plugin.implementation`` of each catalog algorithm in ``names``, never raising.
+
+    All of them are asked within one ``timeout.QUERY_TIMEOUT`` (seconds): the
+    default :meth:`CryptoPlugin.implementation` calls ``version()``, which may
+    hang.  Past the limit every name gets ``unknown (implementation() did not
+    return within 10 s)``.
+    """
+    from pytest_qcrypto.backends import implementation_text
+
+    wanted = list(names)
+    try:
+        return limits.call_bounded(lambda: {n: implementation_text(plugin, n) for n in wanted},
+                                   "implementation()", limits.QUERY_TIMEOUT)
+    except limits.CallTimeout as exc:
+        return {n: f"unknown ({exc})" for n in wanted}

@@ -410,18 +410,11 @@ def plugin_entries(typed_names: Iterable[str], resolve: Callable[[str], Any],
         out[typed] = {"canonical": canonical, "library": library, "version": version,
                       "drivers": sorted(drivers.get(typed, ()))}
         if sel is not None and typed in measured:
+            texts = registry.bounded_implementations(sel.plugin, measured[typed])
             out[typed]["implementations"] = {
-                name: _implementation(sel.plugin, name, seen)
+                name: f"{texts[name]}: driver {', '.join(sorted(seen))}" if seen else texts[name]
                 for name, seen in measured[typed].items()}
     return out
-
-
-def _implementation(plugin: Any, name: str, drivers: set[str]) -> str:
-    """``plugin.implementation`` of catalog algorithm ``name``, with the drivers that did it."""
-    from pytest_qcrypto.backends import implementation_text
-
-    text = implementation_text(plugin, name)
-    return f"{text}: driver {', '.join(sorted(drivers))}" if drivers else text
 
 
 # -- writing -----------------------------------------------------------------------------------
