@@ -13,6 +13,8 @@ nobody else handles them: ``SIGINT`` with Python's default handler,
 * The first ``SIGINT`` or ``SIGTERM`` raises ``KeyboardInterrupt``, so that
   pytest's interrupt path runs: the tables of what was measured, the results
   saved marked incomplete, exit status 2.
+* Once every benchmark item has run, until the results are saved, a signal is
+  noted and held back (two at most), so that it cannot lose the results.
 * Until the results are saved (:meth:`Interrupts.release`), one more signal is
   noted and otherwise held back, so that it cannot stop the saving half-way;
   a third takes effect at once, as it would without this plugin.
@@ -48,6 +50,7 @@ class Interrupts:
         self._earlier: dict[int, Any] = {}
         self._holding = False
         self._saved = False
+        self._expected = False
 
     # -- what the run did --------------------------------------------------------------
 
@@ -59,10 +62,17 @@ class Interrupts:
     def expect(self, node_ids: Iterable[str]) -> None:
         """The benchmark items collected to run (their node ids)."""
         self._unfinished = set(node_ids)
+        self._expected = bool(self._unfinished)
 
     def finished(self, node_id: str) -> None:
         """An item ran to its end (setup, call and teardown)."""
         self._unfinished.discard(node_id)
+
+    @property
+    def _ending(self) -> bool:
+        """Every expected benchmark item ran and the results are not saved yet: a signal now
+        would only cut the save short (and lose what was measured), so it is held back."""
+        return bool(self._expected) and not self._unfinished and not self._saved
 
     @property
     def ran_to_end(self) -> bool:
@@ -101,6 +111,8 @@ class Interrupts:
         name = signal.Signals(signum).name
         self.note(name)
         self.signals += 1
+        if self._ending and self.signals <= HELD_AT_MOST:
+            return  # every item ran: the results are being saved and shown; held back
         if self.signals == 1:
             self._holding = not self._saved
             raise KeyboardInterrupt() if signum == signal.SIGINT else KeyboardInterrupt(

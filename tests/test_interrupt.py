@@ -300,3 +300,45 @@ def test_after_the_save_a_signal_is_not_held(default_handlers):
     with pytest.raises(KeyboardInterrupt):
         deliver(signal.SIGINT)  # not held: nothing is left to save
     assert watch.signals == 2
+
+
+def test_a_first_signal_after_every_item_ran_is_held_until_the_results_are_saved(
+        default_handlers):
+    watch = Interrupts()
+    watch.catch()
+    watch.expect(["qcrypto::sha256[hashlib-16]"])
+    watch.finished("qcrypto::sha256[hashlib-16]")
+    deliver(signal.SIGTERM)  # held: it would only cut the save short
+    deliver(signal.SIGINT)
+    assert (watch.seen, watch.signals) == ("SIGTERM", 2)
+    with pytest.raises(KeyboardInterrupt):
+        deliver(signal.SIGINT)  # a third: the user insists
+    watch.release()
+
+
+#: A conftest that makes saving slow (fsync of the results file) and says when it saves.
+SLOW_SAVE = '''
+import os, time
+from pathlib import Path
+
+_fsync = os.fsync
+
+def slow_fsync(fd):
+    Path(__file__).with_name("saving").write_text("")
+    time.sleep(2)
+    return _fsync(fd)
+
+os.fsync = slow_fsync
+'''
+
+
+@pytest.mark.parametrize("sig", [signal.SIGINT, signal.SIGTERM], ids=["SIGINT", "SIGTERM"])
+def test_a_signal_while_a_finished_run_saves_loses_nothing(pytester, sig):
+    """Found by a user trial: one Ctrl-C during the save of a run that measured every item
+    printed a traceback, no tables, and saved nothing."""
+    code, out = run_signalled(pytester, SLOW_SAVE, "hashlib", [(sig, "saving")])
+    assert "Traceback" not in out and SHA256 in out, out
+    saved = results.load(pytester.path / "r.json")
+    assert saved.complete is True, out
+    assert [(r.plugin, r.size) for r in saved.results] == [("hashlib", 16), ("hashlib", 64)]
+    assert code == pytest.ExitCode.OK, out
