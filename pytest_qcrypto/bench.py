@@ -22,7 +22,7 @@ from types import TracebackType
 from pytest_qcrypto import catalog, harness, isolate as isolation, jobs as multi, kat, settings
 from pytest_qcrypto import timeout as limits
 from pytest_qcrypto.backends import Context, Unsupported, Workload
-from pytest_qcrypto.catalog import Algorithm
+from pytest_qcrypto.catalog import Algorithm, Direction
 from pytest_qcrypto.harness import Measurement
 from pytest_qcrypto.registry import Selection
 from pytest_qcrypto.settings import MAX_SIZE
@@ -30,7 +30,8 @@ from pytest_qcrypto.settings import MAX_SIZE
 #: AEAD operations cycle through this many distinct random nonces (one per operation).
 NONCE_POOL = 1024
 
-DIGEST, ENCRYPT, DECRYPT = "digest", "encrypt", "decrypt"
+#: Old names of the directions (:class:`~pytest_qcrypto.catalog.Direction`).
+DIGEST, ENCRYPT, DECRYPT = Direction.DIGEST, Direction.ENCRYPT, Direction.DECRYPT
 
 
 def resolve_algorithm(name: str | Algorithm) -> Algorithm:
@@ -43,11 +44,9 @@ def resolve_algorithm(name: str | Algorithm) -> Algorithm:
     return alg
 
 
-def direction_of(alg: Algorithm, decrypt: bool) -> str:
-    """``digest`` for digests, else ``encrypt`` or ``decrypt``."""
-    if alg.kind == catalog.DIGEST:
-        return DIGEST
-    return DECRYPT if decrypt else ENCRYPT
+def direction_of(alg: Algorithm, decrypt: bool) -> Direction:
+    """Old name of :meth:`Algorithm.direction <pytest_qcrypto.catalog.Algorithm.direction>`."""
+    return alg.direction(decrypt)
 
 
 class Randomness:
@@ -137,10 +136,10 @@ class BenchContext:
         if problem:
             raise Unsupported(problem)
         data = self.rng.bytes(size)
-        if alg.kind == catalog.DIGEST:
+        if not alg.keyed:
             return Workload(data)
         typed = self.selection.typed
-        if alg.kind == catalog.AEAD:
+        if alg.rules.nonce_per_operation:
             nonces = tuple(self.rng.bytes(alg.iv_size) for _ in range(NONCE_POOL))
             sealed = kat.returned(typed, "encrypt", self.context.encrypt(nonces[0], data)) \
                 if decrypt else b""
@@ -238,7 +237,7 @@ class BenchContext:
             extra[harness.CALIBRATION_NOTE] = timing.note
         return Measurement(
             algorithm=self.algorithm.name, plugin=self.selection.typed, size=size,
-            direction=direction_of(self.algorithm, decrypt), count=timing.count,
+            direction=self.algorithm.direction(decrypt), count=timing.count,
             rounds_s=timing.rounds_s, cpu_s=timing.cpu_s,
             canonical_plugin=self.selection.canonical, operation=self.algorithm.operation,
             driver=self.context.driver, hardware=self.context.hardware, extra=extra)
