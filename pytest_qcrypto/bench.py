@@ -21,7 +21,7 @@ from types import TracebackType
 
 from pytest_qcrypto import catalog, harness, isolate as isolation, jobs as multi, kat, settings
 from pytest_qcrypto import timeout as limits
-from pytest_qcrypto.backends import Context, Unsupported, Workload
+from pytest_qcrypto.backends.base import Context, Unsupported, Workload
 from pytest_qcrypto.catalog import Algorithm, Direction
 from pytest_qcrypto.harness import Measurement
 from pytest_qcrypto.registry import Selection

@@ -24,7 +24,7 @@ from typing import NoReturn
 import pytest
 
 from pytest_qcrypto import bench, timeout as limits
-from pytest_qcrypto.backends import AuthenticationError, Unavailable, Unsupported
+from pytest_qcrypto.backends.base import AuthenticationError, Unavailable, Unsupported
 from pytest_qcrypto.bench import BenchContext, Randomness
 from pytest_qcrypto.harness import Measurement, TimerError
 from pytest_qcrypto.isolate import IsolatedError

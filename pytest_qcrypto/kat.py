@@ -16,7 +16,7 @@ from functools import cache
 from importlib import resources
 
 from pytest_qcrypto import catalog
-from pytest_qcrypto.backends import AuthenticationError, Context, Workload
+from pytest_qcrypto.backends.base import AuthenticationError, Context, Workload
 from pytest_qcrypto.catalog import Algorithm
 
 

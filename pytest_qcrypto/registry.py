@@ -18,7 +18,7 @@ from dataclasses import dataclass
 from functools import cache, cached_property
 
 from pytest_qcrypto import settings, timeout as limits
-from pytest_qcrypto.backends import CryptoPlugin, Unavailable
+from pytest_qcrypto.backends.base import CryptoPlugin, Unavailable
 
 
 class RegistryError(ValueError):

@@ -418,7 +418,7 @@ def plugin_entries(typed_names: Iterable[str], resolve: Callable[[str], Any],
 
 def _implementation(plugin: Any, name: str, drivers: set[str]) -> str:
     """``plugin.implementation`` of catalog algorithm ``name``, with the drivers that did it."""
-    from pytest_qcrypto.backends import implementation_text
+    from pytest_qcrypto.backends.base import implementation_text
 
     text = implementation_text(plugin, name)
     return f"{text}: driver {', '.join(sorted(drivers))}" if drivers else text

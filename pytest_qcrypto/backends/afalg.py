@@ -57,7 +57,7 @@ from itertools import cycle, islice, repeat
 from typing import Any
 
 from pytest_qcrypto import catalog
-from pytest_qcrypto.backends import (
+from pytest_qcrypto.backends.base import (
     AuthenticationError,
     Context,
     CryptoPlugin,
@@ -195,6 +195,7 @@ class AfalgPlugin(CryptoPlugin):
     """
 
     name = "afalg"
+    default_rank = 40
     aliases = ("af_alg",)
     library = "Linux kernel crypto API (AF_ALG sockets)"
     description = "the Linux kernel's crypto drivers through AF_ALG sockets"
@@ -738,3 +739,7 @@ class _AeadContext(_AfalgContext):
                 raise
 
         return run
+
+
+#: The built-in plugin of this module (found by :func:`pytest_qcrypto.backends.builtin_plugins`).
+PLUGINS = [AfalgPlugin]

@@ -46,7 +46,7 @@ from itertools import cycle, islice, repeat
 from typing import Any, Protocol
 
 from pytest_qcrypto import catalog
-from pytest_qcrypto.backends import (
+from pytest_qcrypto.backends.base import (
     AuthenticationError,
     Context,
     CryptoPlugin,
@@ -329,6 +329,7 @@ class DevcryptoPlugin(CryptoPlugin):
     """
 
     name = "devcrypto"
+    default_rank = 50
     aliases = ("cryptodev", "dev-crypto")
     library = "/dev/crypto (cryptodev-linux or FreeBSD cryptodev)"
     description = "kernel crypto drivers through /dev/crypto ioctls"
@@ -554,3 +555,7 @@ class _AeadContext(_DevcryptoContext):
                 raise
 
         return run
+
+
+#: The built-in plugin of this module (found by :func:`pytest_qcrypto.backends.builtin_plugins`).
+PLUGINS = [DevcryptoPlugin]

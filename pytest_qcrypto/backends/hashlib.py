@@ -18,7 +18,7 @@ from itertools import repeat
 from typing import Any
 
 from pytest_qcrypto import catalog
-from pytest_qcrypto.backends import Context, CryptoPlugin, Runner, Unsupported, Workload
+from pytest_qcrypto.backends.base import Context, CryptoPlugin, Runner, Unsupported, Workload
 from pytest_qcrypto.catalog import Algorithm
 
 #: hashlib's spelling of catalog names where they differ (blake2 defaults are the full sizes).
@@ -59,6 +59,7 @@ def implementation_of(name: str) -> str:
 
 class HashlibPlugin(CryptoPlugin):
     name = "hashlib"
+    default_rank = 20
     aliases = ("python",)
     library = "Python hashlib"
     description = "Python's standard library digests"
@@ -103,3 +104,7 @@ class _DigestContext(Context):
                 h.digest()
 
         return run
+
+
+#: The built-in plugin of this module (found by :func:`pytest_qcrypto.backends.builtin_plugins`).
+PLUGINS = [HashlibPlugin]

@@ -28,7 +28,7 @@ from itertools import cycle, islice, repeat
 from typing import Any
 
 from pytest_qcrypto import catalog
-from pytest_qcrypto.backends import (
+from pytest_qcrypto.backends.base import (
     AuthenticationError,
     Context,
     CryptoPlugin,
@@ -89,6 +89,7 @@ def _has_aead_into() -> bool:
 
 class OpenSSLPlugin(CryptoPlugin):
     name = "openssl"
+    default_rank = 10
     aliases = ("openssl-3", "pyca", "cryptography")
     library = "pyca/cryptography"
     description = "OpenSSL through pyca/cryptography"
@@ -265,3 +266,7 @@ class _AeadContext(Context):
                 encrypt(nonce, buf, None)
 
         return run
+
+
+#: The built-in plugin of this module (found by :func:`pytest_qcrypto.backends.builtin_plugins`).
+PLUGINS = [OpenSSLPlugin]

@@ -24,7 +24,7 @@ from itertools import cycle, islice, repeat
 from typing import Any
 
 from pytest_qcrypto import catalog
-from pytest_qcrypto.backends import (
+from pytest_qcrypto.backends.base import (
     AuthenticationError,
     Context,
     CryptoPlugin,
@@ -69,6 +69,7 @@ def _hash_factory(name: str) -> Any:
 
 class PyCryptodomePlugin(CryptoPlugin):
     name = "pycryptodome"
+    default_rank = 30
     aliases = ("pycryptodomex", "cryptodome")
     library = "PyCryptodome"
     description = "PyCryptodome's own C implementations"
@@ -235,3 +236,7 @@ class _AeadContext(Context):
                 c.digest()
 
         return run
+
+
+#: The built-in plugin of this module (found by :func:`pytest_qcrypto.backends.builtin_plugins`).
+PLUGINS = [PyCryptodomePlugin]
