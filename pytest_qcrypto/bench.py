@@ -19,7 +19,8 @@ from dataclasses import dataclass
 from functools import partial
 from types import TracebackType
 
-from pytest_qcrypto import catalog, harness, isolate as isolation, jobs as multi, kat, settings
+from pytest_qcrypto import catalog, harness, isolate as isolation, jobs as multi, settings
+from pytest_qcrypto import known_answers
 from pytest_qcrypto import timeout as limits
 from pytest_qcrypto.backends.base import Context, Unsupported, Workload
 from pytest_qcrypto.catalog import Algorithm, Direction
@@ -120,8 +121,9 @@ class BenchContext:
         """
         if not self.checked:
             plugin, variant, alg = self.selection.plugin, self.selection.variant, self.algorithm
-            kat.check_vectors(self.selection.typed, alg, lambda key: plugin.open(alg, key, variant),
-                              close=close_bounded)
+            known_answers.check_vectors(self.selection.typed, alg,
+                                        lambda key: plugin.open(alg, key, variant),
+                                        close=close_bounded)
             self.checked = True
 
     @property
@@ -141,11 +143,11 @@ class BenchContext:
         typed = self.selection.typed
         if alg.rules.nonce_per_operation:
             nonces = tuple(self.rng.bytes(alg.iv_size) for _ in range(NONCE_POOL))
-            sealed = kat.returned(typed, "encrypt", self.context.encrypt(nonces[0], data)) \
-                if decrypt else b""
+            sealed = known_answers.returned(
+                typed, "encrypt", self.context.encrypt(nonces[0], data)) if decrypt else b""
             return Workload(data, nonces=nonces, decrypt=decrypt, ciphertext=sealed)
         iv = self.rng.bytes(alg.iv_size)
-        sealed = kat.returned(typed, "encrypt", self.context.encrypt(iv, data)) \
+        sealed = known_answers.returned(typed, "encrypt", self.context.encrypt(iv, data)) \
             if decrypt else b""
         return Workload(data, iv=iv, decrypt=decrypt, ciphertext=sealed)
 
@@ -220,10 +222,10 @@ class BenchContext:
                  jobs: int) -> Measurement:
         self.check()
         work = self.workload(size, decrypt)
-        kat.check_round_trip(self.selection.typed, self.algorithm, self.context, work)
+        known_answers.check_round_trip(self.selection.typed, self.algorithm, self.context, work)
         run = self.context.runner(work)
         if not callable(run):
-            raise kat.WrongTypeError(
+            raise known_answers.WrongTypeError(
                 f"plugin {self.selection.typed} returned {type(run).__name__} from runner(), "
                 "expected a callable that runs count operations")
         extra: dict[str, object] = {}

@@ -29,7 +29,7 @@ from pytest_qcrypto.bench import BenchContext, Randomness
 from pytest_qcrypto.harness import Measurement, TimerError
 from pytest_qcrypto.isolate import IsolatedError
 from pytest_qcrypto.jobs import JobsError
-from pytest_qcrypto.kat import KnownAnswerError
+from pytest_qcrypto.known_answers import KnownAnswerError
 from pytest_qcrypto.registry import Registry, RegistryError
 
 

@@ -66,12 +66,12 @@ from pytest_qcrypto.backends.base import (
     Unsupported,
     Workload,
 )
-from pytest_qcrypto.catalog import Algorithm
+from pytest_qcrypto.catalog import Algorithm, Kind
 
 #: Bytes per send of a chunked buffer: ALG_MAX_PAGES (16) pages of 4 KiB, as libkcapi does.
 CHUNK = 65536
 #: AF_ALG socket types (if_alg.h ``salg_type``) per catalog kind.
-SOCKET_TYPE = {catalog.DIGEST: "hash", catalog.CIPHER: "skcipher", catalog.AEAD: "aead"}
+SOCKET_TYPE = {Kind.DIGEST: "hash", Kind.CIPHER: "skcipher", Kind.AEAD: "aead"}
 #: /proc/crypto ``type`` values each AF_ALG socket type can bind (crypto/algif_*.c).
 COMPATIBLE_TYPES = {"hash": ("shash", "ahash"), "skcipher": ("skcipher", "lskcipher"),
                     "aead": ("aead",)}
@@ -115,7 +115,7 @@ SocketFactory = Callable[[], Any]
 
 def kernel_name(alg: Algorithm) -> str | None:
     """The kernel crypto API name of a catalog algorithm, or None when it has none."""
-    if alg.kind == catalog.DIGEST:
+    if not alg.keyed:
         return _DIGEST_NAMES.get(alg.name)
     if alg.family == "aes" and alg.mode in ("cbc", "ctr", "ecb", "xts", "gcm"):
         return f"{alg.mode}(aes)"
@@ -340,7 +340,7 @@ class AfalgPlugin(CryptoPlugin):
                 except OSError as exc:
                     raise Unsupported(f"{self._label(kname, variant)} rejects a "
                                       f"{len(key)}-byte key: {errno_text(exc)}") from None
-            if algorithm.kind == catalog.AEAD:
+            if algorithm.has_tag:
                 try:
                     tfm.setsockopt(socket.SOL_ALG, socket.ALG_SET_AEAD_AUTHSIZE, None,
                                    algorithm.tag_size)
@@ -348,8 +348,7 @@ class AfalgPlugin(CryptoPlugin):
                     raise Unsupported(f"{self._label(kname, variant)} rejects a "
                                       f"{algorithm.tag_size}-byte tag: {errno_text(exc)}") from None
             record = self._identify(algorithm, sock_type, kname, variant)
-            cls = {catalog.DIGEST: _DigestContext, catalog.CIPHER: _CipherContext,
-                   catalog.AEAD: _AeadContext}[algorithm.kind]
+            cls = _CONTEXTS[algorithm.kind]
             ctx = cls(algorithm, key, tfm)
         except BaseException:
             tfm.close()
@@ -739,6 +738,11 @@ class _AeadContext(_AfalgContext):
                 raise
 
         return run
+
+#: The context class of each kind of algorithm.
+_CONTEXTS: dict[Kind, type[Context]] = {
+    Kind.DIGEST: _DigestContext, Kind.CIPHER: _CipherContext, Kind.AEAD: _AeadContext}
+
 
 
 #: The built-in plugin of this module (found by :func:`pytest_qcrypto.backends.builtin_plugins`).

@@ -45,7 +45,6 @@ from collections.abc import Callable
 from itertools import cycle, islice, repeat
 from typing import Any, Protocol
 
-from pytest_qcrypto import catalog
 from pytest_qcrypto.backends.base import (
     AuthenticationError,
     Context,
@@ -57,7 +56,7 @@ from pytest_qcrypto.backends.base import (
 )
 from pytest_qcrypto.backends import cryptodev_abi as abi_mod
 from pytest_qcrypto.backends.cryptodev_abi import Abi, AlgorithmIds
-from pytest_qcrypto.catalog import Algorithm
+from pytest_qcrypto.catalog import Algorithm, Kind
 
 DEVICE = "/dev/crypto"
 #: GCM tag lengths (bytes) cryptodev-linux handles; 5 and 9 crash the kernel.
@@ -155,7 +154,7 @@ class Session:
     def __init__(self, device: Device, abi: Abi, alg: Algorithm, ids: AlgorithmIds,
                  key: bytes) -> None:
         self.device, self.abi, self.alg, self.ids = device, abi, alg, ids
-        self.aead = alg.kind == catalog.AEAD
+        self.aead = alg.has_tag
         self.ses: int | None = None
         self._key = _Buffer.of(key) if ids.cipher else None
 
@@ -411,8 +410,7 @@ class DevcryptoPlugin(CryptoPlugin):
                             FreeBSDSession(device, abi, algorithm, ids, key, variant=variant))
         try:
             session.open()
-            cls = {catalog.DIGEST: _DigestContext, catalog.CIPHER: _CipherContext,
-                   catalog.AEAD: _AeadContext}[algorithm.kind]
+            cls = _CONTEXTS[algorithm.kind]
             ctx = cls(algorithm, key, session)
         except BaseException:
             session.close()
@@ -555,6 +553,11 @@ class _AeadContext(_DevcryptoContext):
                 raise
 
         return run
+
+#: The context class of each kind of algorithm.
+_CONTEXTS: dict[Kind, type[Context]] = {
+    Kind.DIGEST: _DigestContext, Kind.CIPHER: _CipherContext, Kind.AEAD: _AeadContext}
+
 
 
 #: The built-in plugin of this module (found by :func:`pytest_qcrypto.backends.builtin_plugins`).
