@@ -42,7 +42,7 @@ from collections.abc import Callable
 from itertools import cycle, islice, repeat
 from typing import Any
 
-from pytest_qcrypto.backends import cryptodev_abi as abi_mod
+import pytest_qcrypto.backends.cryptodev_abi as abi_mod
 from pytest_qcrypto.backends.base import (
     AuthenticationError,
     Context,

@@ -16,7 +16,7 @@ import functools
 import os
 from typing import Any, Protocol
 
-from pytest_qcrypto.backends import cryptodev_abi as abi_mod
+import pytest_qcrypto.backends.cryptodev_abi as abi_mod
 from pytest_qcrypto.backends.base import Unsupported
 from pytest_qcrypto.backends.cryptodev_abi import Abi, AlgorithmIds
 from pytest_qcrypto.catalog import Algorithm
