@@ -19,10 +19,11 @@ from dataclasses import dataclass
 from functools import partial
 from types import TracebackType
 
-from pytest_qcrypto import catalog, harness, isolate as isolation, jobs as multi, kat, settings
+from pytest_qcrypto import catalog, harness, isolate as isolation, jobs as multi, settings
+from pytest_qcrypto import known_answers
 from pytest_qcrypto import timeout as limits
-from pytest_qcrypto.backends import Context, Unsupported, Workload
-from pytest_qcrypto.catalog import Algorithm
+from pytest_qcrypto.backends.base import Context, Unsupported, Workload
+from pytest_qcrypto.catalog import Algorithm, Direction
 from pytest_qcrypto.harness import Measurement
 from pytest_qcrypto.registry import Selection
 from pytest_qcrypto.settings import MAX_SIZE
@@ -30,7 +31,8 @@ from pytest_qcrypto.settings import MAX_SIZE
 #: AEAD operations cycle through this many distinct random nonces (one per operation).
 NONCE_POOL = 1024
 
-DIGEST, ENCRYPT, DECRYPT = "digest", "encrypt", "decrypt"
+#: Old names of the directions (:class:`~pytest_qcrypto.catalog.Direction`).
+DIGEST, ENCRYPT, DECRYPT = Direction.DIGEST, Direction.ENCRYPT, Direction.DECRYPT
 
 
 def resolve_algorithm(name: str | Algorithm) -> Algorithm:
@@ -43,11 +45,9 @@ def resolve_algorithm(name: str | Algorithm) -> Algorithm:
     return alg
 
 
-def direction_of(alg: Algorithm, decrypt: bool) -> str:
-    """``digest`` for digests, else ``encrypt`` or ``decrypt``."""
-    if alg.kind == catalog.DIGEST:
-        return DIGEST
-    return DECRYPT if decrypt else ENCRYPT
+def direction_of(alg: Algorithm, decrypt: bool) -> Direction:
+    """Old name of :meth:`Algorithm.direction <pytest_qcrypto.catalog.Algorithm.direction>`."""
+    return alg.direction(decrypt)
 
 
 class Randomness:
@@ -121,8 +121,9 @@ class BenchContext:
         """
         if not self.checked:
             plugin, variant, alg = self.selection.plugin, self.selection.variant, self.algorithm
-            kat.check_vectors(self.selection.typed, alg, lambda key: plugin.open(alg, key, variant),
-                              close=close_bounded)
+            known_answers.check_vectors(self.selection.typed, alg,
+                                        lambda key: plugin.open(alg, key, variant),
+                                        close=close_bounded)
             self.checked = True
 
     @property
@@ -137,16 +138,16 @@ class BenchContext:
         if problem:
             raise Unsupported(problem)
         data = self.rng.bytes(size)
-        if alg.kind == catalog.DIGEST:
+        if not alg.keyed:
             return Workload(data)
         typed = self.selection.typed
-        if alg.kind == catalog.AEAD:
+        if alg.rules.nonce_per_operation:
             nonces = tuple(self.rng.bytes(alg.iv_size) for _ in range(NONCE_POOL))
-            sealed = kat.returned(typed, "encrypt", self.context.encrypt(nonces[0], data)) \
-                if decrypt else b""
+            sealed = known_answers.returned(
+                typed, "encrypt", self.context.encrypt(nonces[0], data)) if decrypt else b""
             return Workload(data, nonces=nonces, decrypt=decrypt, ciphertext=sealed)
         iv = self.rng.bytes(alg.iv_size)
-        sealed = kat.returned(typed, "encrypt", self.context.encrypt(iv, data)) \
+        sealed = known_answers.returned(typed, "encrypt", self.context.encrypt(iv, data)) \
             if decrypt else b""
         return Workload(data, iv=iv, decrypt=decrypt, ciphertext=sealed)
 
@@ -221,10 +222,10 @@ class BenchContext:
                  jobs: int) -> Measurement:
         self.check()
         work = self.workload(size, decrypt)
-        kat.check_round_trip(self.selection.typed, self.algorithm, self.context, work)
+        known_answers.check_round_trip(self.selection.typed, self.algorithm, self.context, work)
         run = self.context.runner(work)
         if not callable(run):
-            raise kat.WrongTypeError(
+            raise known_answers.WrongTypeError(
                 f"plugin {self.selection.typed} returned {type(run).__name__} from runner(), "
                 "expected a callable that runs count operations")
         extra: dict[str, object] = {}
@@ -238,7 +239,7 @@ class BenchContext:
             extra[harness.CALIBRATION_NOTE] = timing.note
         return Measurement(
             algorithm=self.algorithm.name, plugin=self.selection.typed, size=size,
-            direction=direction_of(self.algorithm, decrypt), count=timing.count,
+            direction=self.algorithm.direction(decrypt), count=timing.count,
             rounds_s=timing.rounds_s, cpu_s=timing.cpu_s,
             canonical_plugin=self.selection.canonical, operation=self.algorithm.operation,
             driver=self.context.driver, hardware=self.context.hardware, extra=extra)

@@ -12,7 +12,7 @@ make every crypto plugin agree byte for byte:
   nonce, 16-byte tag, appended to the ciphertext.
 
 What one *operation* is (the unit of ``count`` in a Measurement) is fixed per
-kind of algorithm, see :data:`OPERATION`.  MACs and public-key algorithms will
+kind of algorithm, see :class:`KindRules`.  MACs and public-key algorithms will
 be further kinds; the lookup functions here do not assume only three.
 """
 
@@ -21,27 +21,138 @@ from __future__ import annotations
 import difflib
 import re
 from dataclasses import dataclass, field
+from enum import Enum
 
-DIGEST = "digest"
-CIPHER = "cipher"
-AEAD = "aead"
+class Kind(str, Enum):
+    """A kind of algorithm.  A ``str``, so ``Kind.DIGEST == "digest"`` and saved files keep
+    their plain words; its rules (:class:`KindRules`) are :attr:`rules`."""
 
-#: What one timed operation is, per kind, and how it compares with ``openssl speed``.
-OPERATION = {
-    DIGEST: (
-        "hash one buffer from a fresh context and finalize "
-        "(what openssl speed times with its one-shot EVP_Digest)"
-    ),
-    CIPHER: (
-        "encrypt (or decrypt) one buffer through one keyed context kept for the "
-        "whole measurement: a streaming update (what openssl speed does for CBC/CTR)"
-    ),
-    AEAD: (
-        "one whole message with the key set up once: new nonce, encrypt, tag; "
-        "decrypt verifies the tag (openssl speed re-keys GCM per operation and "
-        "streams ChaCha20-Poly1305 without a tag)"
-    ),
+    DIGEST = "digest"
+    CIPHER = "cipher"
+    AEAD = "aead"
+
+    __str__ = str.__str__
+    __format__ = str.__format__
+
+    @property
+    def rules(self) -> KindRules:
+        """What this kind is and does (:data:`RULES`)."""
+        return RULES[self]
+
+
+class Direction(str, Enum):
+    """Which way an operation goes: a digest, an encryption or a decryption (a ``str``)."""
+
+    DIGEST = "digest"
+    ENCRYPT = "encrypt"
+    DECRYPT = "decrypt"
+
+    __str__ = str.__str__
+    __format__ = str.__format__
+
+    @property
+    def verb(self) -> str:
+        """The noun of qcrypto's verbose lines: ``digests``, ``encryptions``, ``decryptions``."""
+        return _VERBS[self]
+
+
+_VERBS = {Direction.DIGEST: "digests", Direction.ENCRYPT: "encryptions",
+          Direction.DECRYPT: "decryptions"}
+
+
+class Check(str, Enum):
+    """One check of a known-answer vector (``known_answers`` runs them in this order)."""
+
+    DIGEST = "digest"  # the digest of the input is the output
+    ENCRYPT = "encrypt"  # the encryption of the input is the output (AEAD: ciphertext || tag)
+    DECRYPT = "decrypt"  # the decryption of the output is the input
+    REJECTS_BAD_TAG = "rejects a bad tag"  # a tampered tag raises AuthenticationError
+
+    __str__ = str.__str__
+    __format__ = str.__format__
+
+
+@dataclass(frozen=True)
+class KindRules:
+    """The rules of one :class:`Kind`, as data: everything the package asks of a kind.
+
+    ``word`` names the kind in messages (``AEAD``); ``table_word`` is the word of the
+    qcrypto table header and of the option that selects it (``--qcrypto-cipher``: AEADs
+    are ciphers there).  ``directions`` are the ways it is measured, the first being the
+    default.  ``operation`` is what one timed operation is (the unit of ``count``),
+    ``size_means`` what the buffer size (bytes) counts.  ``keyed``: takes a key and an IV
+    or nonce; ``nonce_per_operation``: each operation takes a fresh nonce from
+    ``Workload.nonces`` (else the one ``Workload.iv``); ``tag``: the ciphertext carries a
+    tag of ``Algorithm.tag_size`` bytes.  ``checks``: how its known answers are checked.
+    """
+
+    kind: Kind
+    word: str
+    table_word: str
+    directions: tuple[Direction, ...]
+    operation: str
+    size_means: str
+    keyed: bool
+    nonce_per_operation: bool
+    tag: bool
+    checks: tuple[Check, ...]
+
+
+#: Each kind's rules.
+RULES: dict[Kind, KindRules] = {
+    Kind.DIGEST: KindRules(
+        Kind.DIGEST, "digest", "digest", (Direction.DIGEST,),
+        operation=("hash one buffer from a fresh context and finalize "
+                   "(what openssl speed times with its one-shot EVP_Digest)"),
+        size_means="bytes hashed per operation", keyed=False, nonce_per_operation=False,
+        tag=False, checks=(Check.DIGEST,)),
+    Kind.CIPHER: KindRules(
+        Kind.CIPHER, "cipher", "cipher", (Direction.ENCRYPT, Direction.DECRYPT),
+        operation=("encrypt (or decrypt) one buffer through one keyed context kept for the "
+                   "whole measurement: a streaming update (what openssl speed does for CBC/CTR)"),
+        size_means="bytes of plaintext (or ciphertext) per operation", keyed=True,
+        nonce_per_operation=False, tag=False, checks=(Check.ENCRYPT, Check.DECRYPT)),
+    Kind.AEAD: KindRules(
+        Kind.AEAD, "AEAD", "cipher", (Direction.ENCRYPT, Direction.DECRYPT),
+        operation=("one whole message with the key set up once: new nonce, encrypt, tag; "
+                   "decrypt verifies the tag (openssl speed re-keys GCM per operation and "
+                   "streams ChaCha20-Poly1305 without a tag)"),
+        size_means="bytes of plaintext per message (the tag not counted)", keyed=True,
+        nonce_per_operation=True, tag=True,
+        checks=(Check.ENCRYPT, Check.DECRYPT, Check.REJECTS_BAD_TAG)),
 }
+
+#: Every kind, in catalog order.
+KINDS: tuple[Kind, ...] = tuple(Kind)
+#: Every direction.
+DIRECTIONS: tuple[Direction, ...] = tuple(Direction)
+
+#: The kinds each table word (and selection option) covers, in catalog order:
+#: ``{"digest": (Kind.DIGEST,), "cipher": (Kind.CIPHER, Kind.AEAD)}``.
+TABLE_GROUPS: dict[str, tuple[Kind, ...]] = {}
+for _kind in KINDS:
+    TABLE_GROUPS[_kind.rules.table_word] = TABLE_GROUPS.get(_kind.rules.table_word, ()) + (_kind,)
+
+# Old names, kept for callers not yet moved to the enums.
+DIGEST = Kind.DIGEST
+CIPHER = Kind.CIPHER
+AEAD = Kind.AEAD
+#: What one timed operation is, per kind (``RULES[kind].operation``).
+OPERATION = {kind: kind.rules.operation for kind in KINDS}
+
+
+def group_word(kinds: tuple[str, ...]) -> str:
+    """The table word of exactly these kinds (``cipher`` for cipher and AEAD), else ``algorithm``."""
+    for word, group in TABLE_GROUPS.items():
+        if tuple(kinds) == group:
+            return word
+    return "algorithm"
+
+
+def kind_words(kinds: tuple[str, ...]) -> str:
+    """``digest``, ``cipher or AEAD``, ``digest, cipher or AEAD``: the kinds in messages."""
+    words = [Kind(k).rules.word for k in kinds]
+    return " or ".join(words) if len(words) < 3 else f"{', '.join(words[:-1])} or {words[-1]}"
 
 
 def plural(n: int, one: str, many: str | None = None) -> str:
@@ -61,7 +172,7 @@ class Algorithm:
     """
 
     name: str
-    kind: str
+    kind: Kind
     aliases: tuple[str, ...] = ()
     digest_size: int = 0
     block_size: int = 1
@@ -75,14 +186,55 @@ class Algorithm:
     notes: str = field(default="", compare=False)
 
     @property
+    def rules(self) -> KindRules:
+        """The rules of this algorithm's kind."""
+        return RULES[self.kind]
+
+    @property
     def operation(self) -> str:
-        """What one operation of this algorithm is (see :data:`OPERATION`)."""
-        return OPERATION[self.kind]
+        """What one operation of this algorithm is (:attr:`KindRules.operation`)."""
+        return self.rules.operation
 
     @property
     def table_kind(self) -> str:
         """The word the qcrypto table uses: ``digest`` or ``cipher`` (AEADs are ciphers)."""
-        return DIGEST if self.kind == DIGEST else CIPHER
+        return self.rules.table_word
+
+    @property
+    def word(self) -> str:
+        """The kind in messages: ``digest``, ``cipher`` or ``AEAD``."""
+        return self.rules.word
+
+    @property
+    def directions(self) -> tuple[Direction, ...]:
+        """The directions it is measured in; the first is the default."""
+        return self.rules.directions
+
+    def direction(self, decrypt: bool = False) -> Direction:
+        """``decrypt`` when asked and the kind has it, else the kind's default direction
+        (``digest`` for digests, ``encrypt`` for ciphers and AEADs)."""
+        if decrypt and self.can_decrypt:
+            return Direction.DECRYPT
+        return self.directions[0]
+
+    @property
+    def can_decrypt(self) -> bool:
+        """Whether it has a decrypt direction (ciphers and AEADs)."""
+        return Direction.DECRYPT in self.directions
+
+    @property
+    def keyed(self) -> bool:
+        """Whether it takes a key (and an IV or nonce)."""
+        return self.rules.keyed
+
+    @property
+    def has_tag(self) -> bool:
+        """Whether its ciphertext carries a tag (AEADs): ``tag_size`` bytes, appended."""
+        return self.rules.tag
+
+    def is_of(self, kinds: tuple[str, ...]) -> bool:
+        """Whether its kind is one of ``kinds``."""
+        return self.kind in kinds
 
     def size_problem(self, size: int) -> str | None:
         """Why ``size`` (bytes) is not a valid buffer for this algorithm, or None."""
@@ -167,6 +319,11 @@ for _alg in ALGORITHMS:
 def lookup(name: str) -> Algorithm | None:
     """The algorithm called ``name`` (canonical name or alias, any case or separator), or None."""
     return _BY_NAME.get(_compact(name))
+
+
+def algorithms(kinds: tuple[str, ...] | None = None) -> tuple[Algorithm, ...]:
+    """The algorithms of ``kinds`` (all if None), in catalog order."""
+    return tuple(a for a in ALGORITHMS if kinds is None or a.kind in kinds)
 
 
 def names(kind: str | None = None) -> list[str]:

@@ -24,12 +24,12 @@ from typing import NoReturn
 import pytest
 
 from pytest_qcrypto import bench, timeout as limits
-from pytest_qcrypto.backends import AuthenticationError, Unavailable, Unsupported
+from pytest_qcrypto.backends.base import AuthenticationError, Unavailable, Unsupported
 from pytest_qcrypto.bench import BenchContext, Randomness
 from pytest_qcrypto.harness import Measurement, TimerError
 from pytest_qcrypto.isolate import IsolatedError
 from pytest_qcrypto.jobs import JobsError
-from pytest_qcrypto.kat import KnownAnswerError
+from pytest_qcrypto.known_answers import KnownAnswerError
 from pytest_qcrypto.registry import Registry, RegistryError
 
 

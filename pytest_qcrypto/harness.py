@@ -39,7 +39,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 
 from pytest_qcrypto import settings
-from pytest_qcrypto.backends import Runner
+from pytest_qcrypto.backends.base import Runner
 
 #: 1 KiB, the unit of qcrypto's table (KiB/s); kB/s would be 1000.
 KIB = 1024

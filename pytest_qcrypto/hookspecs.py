@@ -10,7 +10,7 @@ from typing import TYPE_CHECKING
 import pluggy
 
 if TYPE_CHECKING:
-    from pytest_qcrypto.backends import CryptoPlugin
+    from pytest_qcrypto.backends.base import CryptoPlugin
 
 hookspec = pluggy.HookspecMarker("pytest")
 

@@ -46,7 +46,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from pytest_qcrypto import harness, settings
-from pytest_qcrypto.backends import Runner
+from pytest_qcrypto.backends.base import Runner
 from pytest_qcrypto.settings import SettingsError
 
 #: What ``--qcrypto-jobs auto`` means: every CPU this process may run on.

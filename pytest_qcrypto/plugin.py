@@ -19,7 +19,8 @@ from typing import Any
 import pytest
 
 from pytest_qcrypto import catalog, gate, jobs, machine, settings
-from pytest_qcrypto.backends import describe_implementations
+from pytest_qcrypto.backends import default_order
+from pytest_qcrypto.backends.base import describe_implementations
 from pytest_qcrypto.bench import Case, Randomness, direction_of
 from pytest_qcrypto.catalog import Algorithm
 from pytest_qcrypto.harness import Measurement
@@ -58,7 +59,7 @@ def pytest_addoption(parser: pytest.Parser) -> None:
     group.addoption("--qcrypto-plugin", action="append", metavar="NAME", default=[],
                     help="crypto plugin to measure (repeatable, at most 10, table rows in this "
                          "order): openssl, pycryptodome, hashlib, ... Default: the first "
-                         "available of openssl, hashlib, pycryptodome.")
+                         f"available of {', '.join(default_order())}.")
     group.addoption("--qcrypto-size", action="append", metavar="BYTES", default=[],
                     help="buffer size in bytes (repeatable, comma lists allowed). "
                          "Default: 16,64,256,1024,4096,8192,32768.")

@@ -18,7 +18,7 @@ from dataclasses import dataclass
 from functools import cache, cached_property
 
 from pytest_qcrypto import settings, timeout as limits
-from pytest_qcrypto.backends import CryptoPlugin, Unavailable
+from pytest_qcrypto.backends.base import CryptoPlugin, Unavailable
 
 
 class RegistryError(ValueError):
@@ -214,7 +214,7 @@ def bounded_implementations(plugin: CryptoPlugin, names: Iterable[str]) -> dict[
     hang.  Past the limit every name gets ``unknown (implementation() did not
     return within 10 s)``.
     """
-    from pytest_qcrypto.backends import implementation_text
+    from pytest_qcrypto.backends.base import implementation_text
 
     wanted = list(names)
     try:

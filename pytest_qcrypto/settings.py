@@ -258,18 +258,17 @@ def parse_algorithms(values: Iterable[str] | None, kinds: tuple[str, ...],
     The name :data:`ALL` stands for every algorithm of the kinds, in catalog order.
     """
     found: list[Algorithm] = []
-    word = {(catalog.DIGEST,): "digest", (catalog.CIPHER, catalog.AEAD): "cipher"}.get(
-        kinds, "algorithm")
+    word = catalog.group_word(kinds)
     texts = [str(v) for v in values or ()]
     if any(t.strip() for t in texts):  # nothing at all is "no algorithm name given"
         check_elements(texts, option, f"{word} names",
                        "sha256,md5" if word == "digest" else "aes-128-cbc,aes-256-gcm")
     for name in split_list(values):
         if name.lower() == ALL:
-            found += [a for a in catalog.ALGORITHMS if a.kind in kinds and a not in found]
+            found += [a for a in catalog.algorithms(kinds) if a not in found]
             continue
         alg = catalog.lookup(name)
-        if alg is None or alg.kind not in kinds:
+        if alg is None or not alg.is_of(kinds):
             if alg is not None:
                 hint = (f"; {alg.name} is a {alg.table_kind}: use "
                         f"--qcrypto-{alg.table_kind} {alg.name}.")

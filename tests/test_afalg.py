@@ -22,9 +22,10 @@ from cryptography.hazmat.primitives.ciphers import Cipher, algorithms, modes
 from cryptography.hazmat.primitives.ciphers.aead import AESGCM
 
 from conftest import FAST as _FAST
-from pytest_qcrypto import catalog, harness, kat
+from pytest_qcrypto import catalog, harness
+from pytest_qcrypto import known_answers as kat
 from pytest_qcrypto.backends import AuthenticationError, Unavailable, Unsupported, Workload
-from pytest_qcrypto.backends import afalg
+from pytest_qcrypto.backends import afalg, afalg_contexts
 from pytest_qcrypto.backends.afalg import CHUNK, AfalgPlugin, kernel_name, parse_proc_crypto
 from pytest_qcrypto.backends.openssl import OpenSSLPlugin
 
@@ -609,7 +610,7 @@ class _Kept(bytearray):
 def kept_buffers(monkeypatch):
     """The result buffers afalg allocates (its module-level ``bytearray`` is shadowed)."""
     _Kept.made = []
-    monkeypatch.setattr(afalg, "bytearray", _Kept, raising=False)
+    monkeypatch.setattr(afalg_contexts, "bytearray", _Kept, raising=False)
     return _Kept.made
 
 

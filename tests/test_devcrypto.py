@@ -38,7 +38,8 @@ from cryptography.hazmat.primitives.ciphers import Cipher, algorithms, modes
 from cryptography.hazmat.primitives.ciphers.aead import AESGCM, ChaCha20Poly1305
 
 from conftest import FAST as _FAST
-from pytest_qcrypto import catalog, kat
+from pytest_qcrypto import catalog
+from pytest_qcrypto import known_answers as kat
 from pytest_qcrypto.backends import AuthenticationError, Unavailable, Unsupported, Workload
 from pytest_qcrypto.backends import cryptodev_abi as abi
 from pytest_qcrypto.backends import devcrypto

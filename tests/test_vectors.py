@@ -2,7 +2,8 @@
 
 import pytest
 
-from pytest_qcrypto import catalog, kat
+from pytest_qcrypto import catalog
+from pytest_qcrypto import known_answers as kat
 from pytest_qcrypto.backends import AuthenticationError, Context, builtin_plugins
 from pytest_qcrypto.registry import Registry
 
@@ -162,5 +163,5 @@ def test_a_plugin_returning_the_wrong_type_fails_its_item_naming_the_plugin(pyte
     out = r.stdout.str()
     r.stdout.fnmatch_lines([f"*_ qcrypto::sha256?{plugin}-16? _*", message, "*qcrypto speed*",
                             f"  x {plugin} (all sizes) failed: {message}"])
-    assert "Traceback" not in out and "AttributeError" not in out and "kat.py" not in out
+    assert "Traceback" not in out and "AttributeError" not in out and "known_answers.py" not in out
     assert "harness.py" not in out and "TypeError" not in out

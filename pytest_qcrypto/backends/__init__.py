@@ -12,195 +12,95 @@ algorithms does it support (:meth:`CryptoPlugin.supported`, asked of the
 library itself).  :meth:`CryptoPlugin.open` gives a keyed :class:`Context`: a
 software context, a /dev/crypto session or an AF_ALG socket.
 
-To add a backend, write one module in this package (or in your own
-``conftest.py``) with a ``CryptoPlugin`` subclass and return an instance from
-``pytest_qcrypto_plugins``.
+The shared types live in :mod:`pytest_qcrypto.backends.base` and are
+re-exported here.  A built-in plugin is one module of this package that names
+its classes in a module-level ``PLUGINS = [MyPlugin]`` list and gives each a
+``default_rank`` (the default order, smaller first): :func:`builtin_plugins`
+finds it, nothing else needs to know.  Modules without ``PLUGINS`` (helpers
+such as ``cryptodev_abi``) are not plugins.  A plugin of your own goes in your
+``conftest.py`` or package: return an instance from ``pytest_qcrypto_plugins``.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable
-from dataclasses import dataclass
+import ast
+import importlib
+import importlib.util
+import pkgutil
+from functools import cache
 
-from pytest_qcrypto import catalog
-from pytest_qcrypto.catalog import Algorithm
+from pytest_qcrypto.backends.base import (
+    AuthenticationError,
+    Context,
+    CryptoPlugin,
+    Runner,
+    Unavailable,
+    Unsupported,
+    Workload,
+    describe_implementations,
+    implementation_text,
+)
 
-#: Runs ``count`` operations back to back; the only code inside the timed window.
-Runner = Callable[[int], None]
+__all__ = [
+    "AuthenticationError", "Context", "CryptoPlugin", "Runner", "Unavailable", "Unsupported",
+    "Workload", "builtin_plugins", "default_order", "describe_implementations",
+    "implementation_text",
+]
 
-
-class Unavailable(Exception):
-    """The plugin cannot be used on this machine; ``str()`` says why (one line)."""
-
-
-class Unsupported(Exception):
-    """The plugin (or its driver) cannot do this algorithm or this size; ``str()`` says why."""
-
-
-class AuthenticationError(Exception):
-    """An AEAD tag did not verify: the message was rejected, as it must be."""
-
-
-@dataclass(frozen=True)
-class Workload:
-    """What one measurement feeds a context.
-
-    ``data`` is the plaintext buffer (``size`` bytes).  ``iv`` is the cipher IV
-    (empty for ECB and digests).  AEADs take one nonce per operation from
-    ``nonces`` (cycled) and an empty AAD.  When ``decrypt`` is true,
-    ``ciphertext`` is what the loop decrypts: for ciphers ``data`` encrypted
-    under ``iv``, for AEADs ``data`` sealed under ``nonces[0]`` (ciphertext
-    followed by the tag), and every operation uses ``nonces[0]``.
-    """
-
-    data: bytes
-    iv: bytes = b""
-    nonces: tuple[bytes, ...] = ()
-    decrypt: bool = False
-    ciphertext: bytes = b""
-
-    @property
-    def size(self) -> int:
-        """Buffer size in bytes."""
-        return len(self.data)
+#: The module-level name that makes a module of this package a plugin module.
+MARKER = "PLUGINS"
 
 
-class Context:
-    """One keyed context of one algorithm in one plugin.
-
-    One-shot methods (used for known-answer tests and round trips; each call is
-    independent of earlier calls):
-
-    * digests: :meth:`digest`;
-    * ciphers: :meth:`encrypt` / :meth:`decrypt` with an IV;
-    * AEADs: :meth:`encrypt` returns ciphertext followed by the tag, and
-      :meth:`decrypt` takes that and raises :class:`AuthenticationError` when
-      the tag does not verify.
-
-    :meth:`runner` returns the timed loop.  ``driver`` names the implementation
-    that did the work when the plugin can tell (a kernel driver), and
-    ``hardware`` says whether it runs off the CPU (None: unknown).
-    """
-
-    driver: str | None = None
-    hardware: bool | None = None
-
-    def __init__(self, algorithm: Algorithm, key: bytes) -> None:
-        self.algorithm = algorithm
-        self.key = key
-
-    def digest(self, data: bytes) -> bytes:
-        raise Unsupported(f"{self.algorithm.name} is not a digest")
-
-    def encrypt(self, iv: bytes, data: bytes, aad: bytes = b"") -> bytes:
-        raise Unsupported(f"{self.algorithm.name} is not a cipher")
-
-    def decrypt(self, iv: bytes, data: bytes, aad: bytes = b"") -> bytes:
-        raise Unsupported(f"{self.algorithm.name} is not a cipher")
-
-    def runner(self, work: Workload) -> Runner:
-        """The timed loop for ``work``: a callable that runs ``count`` operations."""
-        raise NotImplementedError
-
-    def close(self) -> None:
-        """Release what the context holds (a session, a socket).  Safe to call twice."""
+@cache
+def _declared() -> tuple[tuple[str, tuple[tuple[int, str], ...]], ...]:
+    """``(module, ((default_rank, name), ...))`` of each module of this package that
+    assigns :data:`MARKER` at module level, read from its source without importing it
+    (so that ``--help`` and a run that measures nothing import no plugin module)."""
+    found = []
+    for info in pkgutil.iter_modules(__path__):
+        spec = importlib.util.find_spec(f"{__name__}.{info.name}")
+        source = spec.loader.get_source(spec.name) if spec and spec.loader else None
+        if info.ispkg or not source or MARKER not in source:
+            continue
+        tree = ast.parse(source)
+        classes = {n.name: n for n in tree.body if isinstance(n, ast.ClassDef)}
+        listed = [e.id for n in tree.body if isinstance(n, ast.Assign)
+                  and any(isinstance(t, ast.Name) and t.id == MARKER for t in n.targets)
+                  and isinstance(n.value, (ast.List, ast.Tuple))
+                  for e in n.value.elts if isinstance(e, ast.Name)]
+        if listed:
+            found.append((info.name, tuple(_rank_and_name(classes.get(c)) for c in listed)))
+    return tuple(found)
 
 
-class CryptoPlugin:
-    """A crypto backend, known to the user by ``name`` (and ``aliases``).
-
-    Subclasses set ``name``, ``library`` and ``description`` and implement
-    :meth:`probe`, :meth:`version`, :meth:`supported` and :meth:`open`.  Library
-    imports belong inside those methods, so that a test run that never asks
-    for this plugin never imports its library.  ``variant`` is what follows a
-    colon in the typed name (``afalg:sha256-generic``), for plugins that pin a
-    driver; others reject it in :meth:`open`.
-    """
-
-    name: str = ""
-    aliases: tuple[str, ...] = ()
-    library: str = ""
-    description: str = ""
-
-    def __repr__(self) -> str:
-        return f"<{type(self).__name__} {self.name!r}>"
-
-    def probe(self) -> None:
-        """Raise :class:`Unavailable` with the reason if this plugin cannot run here."""
-
-    def version(self) -> str:
-        """The library (and version) doing the work, e.g. ``OpenSSL 3.0.13 30 Jan 2024``."""
-        return ""
-
-    def supported(self) -> frozenset[str]:
-        """Canonical catalog names this plugin can do, asked of the library."""
-        return frozenset()
-
-    def implementation(self, algorithm: Algorithm) -> str:
-        """Which code does ``algorithm`` in this plugin, in a few words (``CPython's _blake2``).
-
-        Shown in ``--qcrypto-list`` and saved for each measured algorithm in a
-        results file (``plugins.NAME.implementations``).  The default is
-        :meth:`version` (else :attr:`library`): override it when one plugin's
-        algorithms come from different code, as hashlib's BLAKE2 (CPython's own)
-        and SHA-2 (OpenSSL's) do.  It may raise as :meth:`version` may; callers
-        show ``unknown (the error)`` instead.
-        """
-        return self.version() or self.library or self.name
-
-    def open(self, algorithm: Algorithm, key: bytes, variant: str | None = None) -> Context:
-        """A keyed context; raises :class:`Unsupported` or :class:`Unavailable` with a reason."""
-        raise NotImplementedError
-
-    def details(self) -> list[str]:
-        """Extra lines for ``--qcrypto-list`` (drivers, priorities); none by default."""
-        return []
+def _rank_and_name(node: ast.ClassDef | None) -> tuple[int, str]:
+    """The literal ``default_rank`` and ``name`` of a plugin class (1000 and "" if absent)."""
+    values: dict[str, object] = {}
+    for stmt in node.body if node is not None else ():
+        if isinstance(stmt, (ast.Assign, ast.AnnAssign)) and stmt.value is not None:
+            for t in stmt.targets if isinstance(stmt, ast.Assign) else [stmt.target]:
+                if isinstance(t, ast.Name) and isinstance(stmt.value, ast.Constant):
+                    values[t.id] = stmt.value.value
+    rank, name = values.get("default_rank", 1000), values.get("name", "")
+    return (rank if isinstance(rank, int) else 1000), str(name)
 
 
-def implementation_text(plugin: CryptoPlugin, name: str) -> str:
-    """``plugin.implementation`` of catalog algorithm ``name``, never raising.
-
-    A plugin whose method raises gets ``unknown (ErrorType: message)``, as
-    :meth:`CryptoPlugin.version` does where it is shown.
-    """
-    alg = catalog.lookup(name)
-    if alg is None:
-        return f"unknown (no catalog algorithm {name!r})"
-    try:
-        return str(plugin.implementation(alg))
-    except Exception as exc:  # a third-party plugin must not break a listing or a save
-        return f"unknown ({type(exc).__name__}: {exc})"
-
-
-def describe_implementations(implementations: dict[str, str]) -> str:
-    """``blake2b512, blake2s256 from CPython's _blake2; the others from OpenSSL 3.0.19``.
-
-    ``implementations`` maps algorithm names to :meth:`CryptoPlugin.implementation`
-    texts.  Algorithms are grouped by text; the largest group (the first of
-    equals) is named last as "the others", or "all" when there is one group
-    (an empty mapping gives "").
-    """
-    groups: dict[str, list[str]] = {}
-    for name, text in implementations.items():
-        groups.setdefault(text, []).append(name)
-    if len(groups) <= 1:
-        return "".join(f"all from {text}" for text in groups)
-    largest = max(groups, key=lambda text: len(groups[text]))
-    parts = [f"{', '.join(names)} from {text}" for text, names in groups.items()
-             if text != largest]
-    return "; ".join(parts + [f"the others from {largest}"])
+def default_order() -> list[str]:
+    """Names of the built-in plugins in default order (``openssl``, ``hashlib``, ...),
+    for help text; imports no plugin module."""
+    return [name for _, name in sorted(p for _, plugins in _declared() for p in plugins)]
 
 
 def builtin_plugins() -> list[CryptoPlugin]:
-    """The plugins that ship with pytest-qcrypto, in default-priority order.
+    """The plugins that ship with pytest-qcrypto, in default order.
 
-    The default plugin (no ``--qcrypto-plugin`` given) is the first of these
-    that is available: ``openssl``, ``hashlib``, ``pycryptodome``.
+    Every module of this package with a module-level ``PLUGINS`` list is imported and
+    each class it lists instantiated; they are sorted by ``default_rank`` (then name).
+    The default plugin (no ``--qcrypto-plugin`` given) is the first of these that is
+    available: ``openssl``, ``hashlib``, ``pycryptodome``, ...
     """
-    from pytest_qcrypto.backends.afalg import AfalgPlugin
-    from pytest_qcrypto.backends.devcrypto import DevcryptoPlugin
-    from pytest_qcrypto.backends.hashlib import HashlibPlugin
-    from pytest_qcrypto.backends.openssl import OpenSSLPlugin
-    from pytest_qcrypto.backends.pycryptodome import PyCryptodomePlugin
-
-    return [OpenSSLPlugin(), HashlibPlugin(), PyCryptodomePlugin(), AfalgPlugin(), DevcryptoPlugin()]
+    classes: list[type[CryptoPlugin]] = []
+    for module_name, _ in _declared():
+        module = importlib.import_module(f"{__name__}.{module_name}")
+        classes.extend(getattr(module, MARKER, ()))
+    return [cls() for cls in sorted(classes, key=lambda c: (c.default_rank, c.name))]

@@ -18,8 +18,8 @@ from itertools import repeat
 from typing import Any
 
 from pytest_qcrypto import catalog
-from pytest_qcrypto.backends import Context, CryptoPlugin, Runner, Unsupported, Workload
-from pytest_qcrypto.catalog import Algorithm
+from pytest_qcrypto.backends.base import Context, CryptoPlugin, Runner, Unsupported, Workload
+from pytest_qcrypto.catalog import Algorithm, Kind
 
 #: hashlib's spelling of catalog names where they differ (blake2 defaults are the full sizes).
 _HASHLIB_NAME = {
@@ -59,6 +59,7 @@ def implementation_of(name: str) -> str:
 
 class HashlibPlugin(CryptoPlugin):
     name = "hashlib"
+    default_rank = 20
     aliases = ("python",)
     library = "Python hashlib"
     description = "Python's standard library digests"
@@ -75,12 +76,12 @@ class HashlibPlugin(CryptoPlugin):
 
     def supported(self) -> frozenset[str]:
         have = {n.lower() for n in hashlib.algorithms_available}
-        return frozenset(n for n in catalog.names(catalog.DIGEST) if _hashlib_name(n) in have)
+        return frozenset(n for n in catalog.names(Kind.DIGEST) if _hashlib_name(n) in have)
 
     def open(self, algorithm: Algorithm, key: bytes, variant: str | None = None) -> Context:
         if variant:
             raise Unsupported(f"the hashlib plugin has no drivers to pin (got ':{variant}')")
-        if algorithm.kind != catalog.DIGEST:
+        if algorithm.keyed:
             raise Unsupported(f"hashlib has digests only, not the {algorithm.kind} {algorithm.name}")
         return _DigestContext(algorithm, key)
 
@@ -103,3 +104,7 @@ class _DigestContext(Context):
                 h.digest()
 
         return run
+
+
+#: The built-in plugin of this module (found by :func:`pytest_qcrypto.backends.builtin_plugins`).
+PLUGINS = [HashlibPlugin]

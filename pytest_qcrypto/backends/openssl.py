@@ -28,7 +28,7 @@ from itertools import cycle, islice, repeat
 from typing import Any
 
 from pytest_qcrypto import catalog
-from pytest_qcrypto.backends import (
+from pytest_qcrypto.backends.base import (
     AuthenticationError,
     Context,
     CryptoPlugin,
@@ -37,7 +37,7 @@ from pytest_qcrypto.backends import (
     Unsupported,
     Workload,
 )
-from pytest_qcrypto.catalog import Algorithm
+from pytest_qcrypto.catalog import Algorithm, Kind
 
 
 def _hash_algorithm(name: str) -> Any:
@@ -89,6 +89,7 @@ def _has_aead_into() -> bool:
 
 class OpenSSLPlugin(CryptoPlugin):
     name = "openssl"
+    default_rank = 10
     aliases = ("openssl-3", "pyca", "cryptography")
     library = "pyca/cryptography"
     description = "OpenSSL through pyca/cryptography"
@@ -121,7 +122,7 @@ class OpenSSLPlugin(CryptoPlugin):
         text = f"{openssl} via cryptography {cryptography.__version__}"
         if algorithm.name == "des-ede3-cbc":
             text += " (pyca's decrepit TripleDES)"
-        elif algorithm.kind == catalog.AEAD and not _has_aead_into():
+        elif algorithm.has_tag and not _has_aead_into():
             text += (" (timed through encrypt()/decrypt(): a new bytes object per message; "
                      "encrypt_into needs cryptography 47)")
         return text
@@ -131,11 +132,11 @@ class OpenSSLPlugin(CryptoPlugin):
 
         found = set()
         for alg in catalog.ALGORITHMS:
-            if alg.kind == catalog.DIGEST:
+            if not alg.keyed:
                 h = _hash_algorithm(alg.name)
                 if h is not None and backend.hash_supported(h):
                     found.add(alg.name)
-            elif alg.kind == catalog.AEAD:
+            elif alg.has_tag:
                 found.add(alg.name)  # AESGCM and ChaCha20Poly1305 are always built in
             else:
                 key = bytes(range(1, alg.key_size + 1))
@@ -150,11 +151,7 @@ class OpenSSLPlugin(CryptoPlugin):
     def open(self, algorithm: Algorithm, key: bytes, variant: str | None = None) -> Context:
         if variant:
             raise Unsupported(f"the openssl plugin has no drivers to pin (got ':{variant}')")
-        if algorithm.kind == catalog.DIGEST:
-            return _DigestContext(algorithm, key)
-        if algorithm.kind == catalog.AEAD:
-            return _AeadContext(algorithm, key)
-        return _CipherContext(algorithm, key)
+        return _CONTEXTS[algorithm.kind](algorithm, key)
 
 
 class _DigestContext(Context):
@@ -265,3 +262,12 @@ class _AeadContext(Context):
                 encrypt(nonce, buf, None)
 
         return run
+
+#: The context class of each kind of algorithm.
+_CONTEXTS: dict[Kind, type[Context]] = {
+    Kind.DIGEST: _DigestContext, Kind.CIPHER: _CipherContext, Kind.AEAD: _AeadContext}
+
+
+
+#: The built-in plugin of this module (found by :func:`pytest_qcrypto.backends.builtin_plugins`).
+PLUGINS = [OpenSSLPlugin]

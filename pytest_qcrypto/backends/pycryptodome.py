@@ -24,7 +24,7 @@ from itertools import cycle, islice, repeat
 from typing import Any
 
 from pytest_qcrypto import catalog
-from pytest_qcrypto.backends import (
+from pytest_qcrypto.backends.base import (
     AuthenticationError,
     Context,
     CryptoPlugin,
@@ -33,7 +33,7 @@ from pytest_qcrypto.backends import (
     Unsupported,
     Workload,
 )
-from pytest_qcrypto.catalog import Algorithm
+from pytest_qcrypto.catalog import Algorithm, Kind
 
 #: catalog name -> (Crypto.Hash module, hash class, keyword arguments besides the data)
 _DIGESTS: dict[str, tuple[str, str, dict[str, Any]]] = {
@@ -69,6 +69,7 @@ def _hash_factory(name: str) -> Any:
 
 class PyCryptodomePlugin(CryptoPlugin):
     name = "pycryptodome"
+    default_rank = 30
     aliases = ("pycryptodomex", "cryptodome")
     library = "PyCryptodome"
     description = "PyCryptodome's own C implementations"
@@ -116,11 +117,7 @@ class PyCryptodomePlugin(CryptoPlugin):
             raise Unsupported(f"the pycryptodome plugin has no drivers to pin (got ':{variant}')")
         if algorithm.name not in self.supported():
             raise Unsupported(f"PyCryptodome has no {algorithm.name}")
-        if algorithm.kind == catalog.DIGEST:
-            return _DigestContext(algorithm, key)
-        if algorithm.kind == catalog.AEAD:
-            return _AeadContext(algorithm, key)
-        return _CipherContext(algorithm, key)
+        return _CONTEXTS[algorithm.kind](algorithm, key)
 
 
 class _DigestContext(Context):
@@ -235,3 +232,12 @@ class _AeadContext(Context):
                 c.digest()
 
         return run
+
+#: The context class of each kind of algorithm.
+_CONTEXTS: dict[Kind, type[Context]] = {
+    Kind.DIGEST: _DigestContext, Kind.CIPHER: _CipherContext, Kind.AEAD: _AeadContext}
+
+
+
+#: The built-in plugin of this module (found by :func:`pytest_qcrypto.backends.builtin_plugins`).
+PLUGINS = [PyCryptodomePlugin]

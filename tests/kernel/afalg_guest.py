@@ -4,7 +4,7 @@
 file there with pytest; its name keeps it out of the host's collection.  It
 checks, for every algorithm the plugin maps that the guest kernel has:
 
-* the known-answer vectors (``pytest_qcrypto.kat``), including the rejection
+* the known-answer vectors (``pytest_qcrypto.known_answers``), including the rejection
   of a tampered AEAD tag;
 * byte-identical output with the ``openssl`` plugin at 16, 4096, 65536 and
   81920 bytes (and above the socket buffer, where the kernel allows);
@@ -24,7 +24,8 @@ import subprocess
 
 import pytest
 
-from pytest_qcrypto import catalog, kat
+from pytest_qcrypto import catalog
+from pytest_qcrypto import known_answers as kat
 from pytest_qcrypto.backends import AuthenticationError, Unsupported, Workload
 from pytest_qcrypto.backends import afalg
 from pytest_qcrypto.backends.afalg import CHUNK, AfalgPlugin, kernel_name

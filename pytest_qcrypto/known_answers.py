@@ -15,9 +15,8 @@ from dataclasses import dataclass
 from functools import cache
 from importlib import resources
 
-from pytest_qcrypto import catalog
-from pytest_qcrypto.backends import AuthenticationError, Context, Workload
-from pytest_qcrypto.catalog import Algorithm
+from pytest_qcrypto.backends.base import AuthenticationError, Context, Workload
+from pytest_qcrypto.catalog import Algorithm, Check
 
 
 class KnownAnswerError(Exception):
@@ -92,8 +91,9 @@ def check_vectors(plugin: str, alg: Algorithm, open_context: Callable[[bytes], C
     """Run every vector of ``alg`` through contexts from ``open_context(key)``, each
     closed by ``close(ctx)`` (default ``ctx.close()``; the harness bounds it in time).
 
-    Checks the forward direction, the reverse direction for ciphers and AEADs,
-    and that an AEAD rejects a tampered tag.  Returns how many vectors ran.
+    Runs the checks of the kind's rules (:attr:`KindRules.checks
+    <pytest_qcrypto.catalog.KindRules.checks>`): the digest; or the encryption and the
+    decryption, and for AEADs that a tampered tag is rejected.  Returns how many vectors ran.
     Raises :class:`KnownAnswerError` on the first wrong answer
     (:class:`WrongTypeError` for an answer that is not bytes; plugin errors
     such as ``Unsupported`` or ``OSError`` propagate as they are).
@@ -102,21 +102,8 @@ def check_vectors(plugin: str, alg: Algorithm, open_context: Callable[[bytes], C
     for vector in vectors(alg.name):
         ctx = open_context(vector.key)
         try:
-            if alg.kind == catalog.DIGEST:
-                got = returned(plugin, "digest", ctx.digest(vector.input))
-                if got != vector.output:
-                    _fail(plugin, alg, vector, "digest", got, vector.output)
-            else:
-                got = returned(plugin, "encrypt", ctx.encrypt(vector.iv, vector.input,
-                                                              vector.aad))
-                if got != vector.output:
-                    _fail(plugin, alg, vector, "encryption", got, vector.output)
-                back = returned(plugin, "decrypt", ctx.decrypt(vector.iv, vector.output,
-                                                               vector.aad))
-                if back != vector.input:
-                    _fail(plugin, alg, vector, "decryption", back, vector.input)
-                if alg.kind == catalog.AEAD:
-                    _check_rejects_bad_tag(plugin, alg, vector, ctx)
+            for check in alg.rules.checks:
+                CHECKS[check](plugin, alg, vector, ctx)
         finally:
             if close is None:
                 ctx.close()
@@ -124,6 +111,24 @@ def check_vectors(plugin: str, alg: Algorithm, open_context: Callable[[bytes], C
                 close(ctx)
         ran += 1
     return ran
+
+
+def _check_digest(plugin: str, alg: Algorithm, vector: Vector, ctx: Context) -> None:
+    got = returned(plugin, "digest", ctx.digest(vector.input))
+    if got != vector.output:
+        _fail(plugin, alg, vector, "digest", got, vector.output)
+
+
+def _check_encrypt(plugin: str, alg: Algorithm, vector: Vector, ctx: Context) -> None:
+    got = returned(plugin, "encrypt", ctx.encrypt(vector.iv, vector.input, vector.aad))
+    if got != vector.output:
+        _fail(plugin, alg, vector, "encryption", got, vector.output)
+
+
+def _check_decrypt(plugin: str, alg: Algorithm, vector: Vector, ctx: Context) -> None:
+    back = returned(plugin, "decrypt", ctx.decrypt(vector.iv, vector.output, vector.aad))
+    if back != vector.input:
+        _fail(plugin, alg, vector, "decryption", back, vector.input)
 
 
 def _check_rejects_bad_tag(plugin: str, alg: Algorithm, vector: Vector, ctx: Context) -> None:
@@ -137,12 +142,21 @@ def _check_rejects_bad_tag(plugin: str, alg: Algorithm, vector: Vector, ctx: Con
         f"{plugin} accepted a tampered {alg.name} tag on vector '{vector.name}'")
 
 
+#: How each :class:`~pytest_qcrypto.catalog.Check` of a kind's rules is done.
+CHECKS: dict[Check, Callable[[str, Algorithm, Vector, Context], None]] = {
+    Check.DIGEST: _check_digest,
+    Check.ENCRYPT: _check_encrypt,
+    Check.DECRYPT: _check_decrypt,
+    Check.REJECTS_BAD_TAG: _check_rejects_bad_tag,
+}
+
+
 def check_round_trip(plugin: str, alg: Algorithm, ctx: Context, work: Workload) -> None:
     """Check that decrypting the benchmark's ciphertext gives its plaintext back
     (:class:`KnownAnswerError` if not, :class:`WrongTypeError` for what is not bytes)."""
-    if alg.kind == catalog.DIGEST:
+    if not alg.can_decrypt:
         return
-    iv = work.nonces[0] if alg.kind == catalog.AEAD else work.iv
+    iv = work.nonces[0] if alg.rules.nonce_per_operation else work.iv
     sealed = work.ciphertext or returned(plugin, "encrypt", ctx.encrypt(iv, work.data))
     if returned(plugin, "decrypt", ctx.decrypt(iv, sealed)) != work.data:
         raise KnownAnswerError(

@@ -1,0 +1,185 @@
+"""The shared types of crypto plugins: what every backend module builds on.
+
+:class:`CryptoPlugin` (a backend), :class:`Context` (one keyed context),
+:class:`Workload` (what one measurement feeds it), :data:`Runner` (the timed loop),
+and the errors :class:`Unavailable`, :class:`Unsupported` and
+:class:`AuthenticationError`.  Users' ``conftest.py`` files import them from
+:mod:`pytest_qcrypto.backends`, which re-exports them.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+
+from pytest_qcrypto import catalog
+from pytest_qcrypto.catalog import Algorithm
+
+#: Runs ``count`` operations back to back; the only code inside the timed window.
+Runner = Callable[[int], None]
+
+
+class Unavailable(Exception):
+    """The plugin cannot be used on this machine; ``str()`` says why (one line)."""
+
+
+class Unsupported(Exception):
+    """The plugin (or its driver) cannot do this algorithm or this size; ``str()`` says why."""
+
+
+class AuthenticationError(Exception):
+    """An AEAD tag did not verify: the message was rejected, as it must be."""
+
+
+@dataclass(frozen=True)
+class Workload:
+    """What one measurement feeds a context.
+
+    ``data`` is the plaintext buffer (``size`` bytes).  ``iv`` is the cipher IV
+    (empty for ECB and digests).  AEADs take one nonce per operation from
+    ``nonces`` (cycled) and an empty AAD.  When ``decrypt`` is true,
+    ``ciphertext`` is what the loop decrypts: for ciphers ``data`` encrypted
+    under ``iv``, for AEADs ``data`` sealed under ``nonces[0]`` (ciphertext
+    followed by the tag), and every operation uses ``nonces[0]``.
+    """
+
+    data: bytes
+    iv: bytes = b""
+    nonces: tuple[bytes, ...] = ()
+    decrypt: bool = False
+    ciphertext: bytes = b""
+
+    @property
+    def size(self) -> int:
+        """Buffer size in bytes."""
+        return len(self.data)
+
+
+class Context:
+    """One keyed context of one algorithm in one plugin.
+
+    One-shot methods (used for known-answer tests and round trips; each call is
+    independent of earlier calls):
+
+    * digests: :meth:`digest`;
+    * ciphers: :meth:`encrypt` / :meth:`decrypt` with an IV;
+    * AEADs: :meth:`encrypt` returns ciphertext followed by the tag, and
+      :meth:`decrypt` takes that and raises :class:`AuthenticationError` when
+      the tag does not verify.
+
+    :meth:`runner` returns the timed loop.  ``driver`` names the implementation
+    that did the work when the plugin can tell (a kernel driver), and
+    ``hardware`` says whether it runs off the CPU (None: unknown).
+    """
+
+    driver: str | None = None
+    hardware: bool | None = None
+
+    def __init__(self, algorithm: Algorithm, key: bytes) -> None:
+        self.algorithm = algorithm
+        self.key = key
+
+    def digest(self, data: bytes) -> bytes:
+        raise Unsupported(f"{self.algorithm.name} is not a digest")
+
+    def encrypt(self, iv: bytes, data: bytes, aad: bytes = b"") -> bytes:
+        raise Unsupported(f"{self.algorithm.name} is not a cipher")
+
+    def decrypt(self, iv: bytes, data: bytes, aad: bytes = b"") -> bytes:
+        raise Unsupported(f"{self.algorithm.name} is not a cipher")
+
+    def runner(self, work: Workload) -> Runner:
+        """The timed loop for ``work``: a callable that runs ``count`` operations."""
+        raise NotImplementedError
+
+    def close(self) -> None:
+        """Release what the context holds (a session, a socket).  Safe to call twice."""
+
+
+class CryptoPlugin:
+    """A crypto backend, known to the user by ``name`` (and ``aliases``).
+
+    Subclasses set ``name``, ``library`` and ``description`` (built-in plugins also
+    ``default_rank``) and implement
+    :meth:`probe`, :meth:`version`, :meth:`supported` and :meth:`open`.  Library
+    imports belong inside those methods, so that a test run that never asks
+    for this plugin never imports its library.  ``variant`` is what follows a
+    colon in the typed name (``afalg:sha256-generic``), for plugins that pin a
+    driver; others reject it in :meth:`open`.
+    """
+
+    name: str = ""
+    aliases: tuple[str, ...] = ()
+    #: Where a built-in plugin stands in the default order (smaller first): with no
+    #: ``--qcrypto-plugin``, the first available built-in plugin is measured.
+    default_rank: int = 1000
+    library: str = ""
+    description: str = ""
+
+    def __repr__(self) -> str:
+        return f"<{type(self).__name__} {self.name!r}>"
+
+    def probe(self) -> None:
+        """Raise :class:`Unavailable` with the reason if this plugin cannot run here."""
+
+    def version(self) -> str:
+        """The library (and version) doing the work, e.g. ``OpenSSL 3.0.13 30 Jan 2024``."""
+        return ""
+
+    def supported(self) -> frozenset[str]:
+        """Canonical catalog names this plugin can do, asked of the library."""
+        return frozenset()
+
+    def implementation(self, algorithm: Algorithm) -> str:
+        """Which code does ``algorithm`` in this plugin, in a few words (``CPython's _blake2``).
+
+        Shown in ``--qcrypto-list`` and saved for each measured algorithm in a
+        results file (``plugins.NAME.implementations``).  The default is
+        :meth:`version` (else :attr:`library`): override it when one plugin's
+        algorithms come from different code, as hashlib's BLAKE2 (CPython's own)
+        and SHA-2 (OpenSSL's) do.  It may raise as :meth:`version` may; callers
+        show ``unknown (the error)`` instead.
+        """
+        return self.version() or self.library or self.name
+
+    def open(self, algorithm: Algorithm, key: bytes, variant: str | None = None) -> Context:
+        """A keyed context; raises :class:`Unsupported` or :class:`Unavailable` with a reason."""
+        raise NotImplementedError
+
+    def details(self) -> list[str]:
+        """Extra lines for ``--qcrypto-list`` (drivers, priorities); none by default."""
+        return []
+
+
+def implementation_text(plugin: CryptoPlugin, name: str) -> str:
+    """``plugin.implementation`` of catalog algorithm ``name``, never raising.
+
+    A plugin whose method raises gets ``unknown (ErrorType: message)``, as
+    :meth:`CryptoPlugin.version` does where it is shown.
+    """
+    alg = catalog.lookup(name)
+    if alg is None:
+        return f"unknown (no catalog algorithm {name!r})"
+    try:
+        return str(plugin.implementation(alg))
+    except Exception as exc:  # a third-party plugin must not break a listing or a save
+        return f"unknown ({type(exc).__name__}: {exc})"
+
+
+def describe_implementations(implementations: dict[str, str]) -> str:
+    """``blake2b512, blake2s256 from CPython's _blake2; the others from OpenSSL 3.0.19``.
+
+    ``implementations`` maps algorithm names to :meth:`CryptoPlugin.implementation`
+    texts.  Algorithms are grouped by text; the largest group (the first of
+    equals) is named last as "the others", or "all" when there is one group
+    (an empty mapping gives "").
+    """
+    groups: dict[str, list[str]] = {}
+    for name, text in implementations.items():
+        groups.setdefault(text, []).append(name)
+    if len(groups) <= 1:
+        return "".join(f"all from {text}" for text in groups)
+    largest = max(groups, key=lambda text: len(groups[text]))
+    parts = [f"{', '.join(names)} from {text}" for text, names in groups.items()
+             if text != largest]
+    return "; ".join(parts + [f"the others from {largest}"])
