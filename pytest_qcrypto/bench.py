@@ -20,7 +20,7 @@ from functools import partial
 from types import TracebackType
 
 from pytest_qcrypto import catalog, harness, isolate as isolation, jobs as multi, kat, settings
-from pytest_qcrypto import timeout as limits
+from pytest_qcrypto import limits
 from pytest_qcrypto.backends import Context, Unsupported, Workload
 from pytest_qcrypto.catalog import Algorithm
 from pytest_qcrypto.harness import Measurement
@@ -174,7 +174,7 @@ class BenchContext:
         an interrupt, Ctrl-C or SIGTERM).  A known-answer context whose
         ``close()`` does not return within ``CLOSE_TIMEOUT`` raises
         ``CallTimeout``.  ``isolate`` measures in a child process instead (see
-        :mod:`pytest_qcrypto.timeout` for what each can stop); a context opened
+        :mod:`pytest_qcrypto.limits` for what each can stop); a context opened
         with ``isolate=True`` is opened, checked, measured and closed there,
         and a failure to open raises :class:`OpenError`.
         """
@@ -244,7 +244,7 @@ class BenchContext:
             driver=self.context.driver, hardware=self.context.hardware, extra=extra)
 
     def close(self) -> None:
-        """Close the context, within ``CLOSE_TIMEOUT`` seconds (``timeout.CLOSE_TIMEOUT``).
+        """Close the context, within ``CLOSE_TIMEOUT`` seconds (``limits.CLOSE_TIMEOUT``).
 
         Raises ``CallTimeout`` past it (the context is then :attr:`abandoned`)
         and what the plugin's ``close()`` raises.  An abandoned context's close
@@ -285,7 +285,7 @@ class OpenError(Exception):
 
 
 def close_bounded(ctx: Context) -> None:
-    """``ctx.close()`` within ``timeout.CLOSE_TIMEOUT`` seconds; ``CallTimeout`` past it."""
+    """``ctx.close()`` within ``limits.CLOSE_TIMEOUT`` seconds; ``CallTimeout`` past it."""
     limits.call_bounded(ctx.close, "close()", limits.CLOSE_TIMEOUT)
 
 

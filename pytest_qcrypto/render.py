@@ -355,24 +355,6 @@ class Output:
         object.__setattr__(self, "plots", tuple(self.plots or ()))
 
 
-def add_options(group: Any) -> None:
-    """Add the output options to the plugin's option group (a pytest ``OptionGroup``)."""
-    group.addoption("--qcrypto-unit", metavar="UNIT", default=None,
-                    help=f"unit of the table cells: {', '.join(UNITS)}. KiB and MiB are "
-                         "1024-based, kB and MB 1000-based. Default: KiB/s.")
-    group.addoption("--qcrypto-format", metavar="FORMAT", default=None,
-                    help="layout of the results: qcrypto (default), openssl (openssl speed's "
-                         "table, 1000s of bytes per second; no --qcrypto-unit with it), "
-                         "markdown (for a CI job summary) or csv.")
-    group.addoption("--qcrypto-plot", action="append", metavar="PATH", default=None,
-                    help="also plot throughput against buffer size to PATH (.png, .svg, or a "
-                         "self-contained .html, by its suffix; repeatable: every PATH is "
-                         "written); needs pip install 'pytest-qcrypto[plot]'.")
-    group.addoption("--qcrypto-bare", action="store_true", default=False,
-                    help="write only the results to standard output and pytest's own "
-                         "output to standard error (what the qcrypto command does).")
-
-
 def parse_output(unit: str | None = None, fmt: str | None = None,
                  plot: str | Sequence[str] | None = None, bare: bool = False) -> Output:
     """Check the output options; :class:`SettingsError` naming the valid choices.

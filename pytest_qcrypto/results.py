@@ -92,7 +92,7 @@ from pathlib import Path
 from typing import Any
 
 from pytest_qcrypto import __version__, catalog, registry, settings, strictjson
-from pytest_qcrypto import timeout as limits
+from pytest_qcrypto import limits
 from pytest_qcrypto.harness import KIB, Measurement
 
 FORMAT = "pytest-qcrypto results"

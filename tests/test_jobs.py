@@ -9,7 +9,7 @@ from itertools import repeat
 import pytest
 
 from conftest import FAST
-from pytest_qcrypto import jobs, results
+from pytest_qcrypto import jobs, procs, results
 from pytest_qcrypto.harness import KIB, Measurement, TimerError
 from pytest_qcrypto.jobs import JobsError, WorkerRound, aggregate, time_jobs
 
@@ -418,7 +418,7 @@ def test_workers_ask_to_be_killed_with_their_parent():
 def test_a_child_whose_parent_died_before_the_request_exits_at_once():
     pid = os.fork()
     if pid == 0:  # as if forked by a parent that has died since: the pid is not our parent's
-        jobs.die_with_parent(os.getppid() + 1 if os.getppid() != 1 else 2)
+        procs.die_with_parent(os.getppid() + 1 if os.getppid() != 1 else 2)
         os._exit(0)
     _, status = os.waitpid(pid, 0)
     assert os.waitstatus_to_exitcode(status) == 1
