@@ -163,9 +163,9 @@ class BenchContext:
         :func:`argument_problem`), ``TimerError`` for a frozen clock.  With
         ``jobs`` > 1 the rounds run in that many processes at once
         (:mod:`pytest_qcrypto.jobs`): ``count`` is then the operations of all
-        of them, each round the common window, and ``extra`` holds ``jobs``
-        and the per-worker figures; ``JobsError`` when a worker fails.  More
-        ``jobs`` than :func:`pytest_qcrypto.jobs.max_jobs` raises ``ValueError``
+        of them, each round the common window, and ``jobs`` and ``workers``
+        hold the number of processes and the per-worker figures; ``JobsError``
+        when a worker fails.  More ``jobs`` than :func:`pytest_qcrypto.jobs.max_jobs` raises ``ValueError``
         before anything runs.
 
         ``timeout`` (seconds, None: no limit) bounds the whole call, known
@@ -227,21 +227,20 @@ class BenchContext:
             raise kat.WrongTypeError(
                 f"plugin {self.selection.typed} returned {type(run).__name__} from runner(), "
                 "expected a callable that runs count operations")
-        extra: dict[str, object] = {}
+        workers: tuple[harness.WorkerRecord, ...] = ()
         if jobs > 1:
             timing: harness.Timing | multi.JobsTiming = multi.time_jobs(
                 run, jobs, min_time=min_time, rounds=rounds)
-            extra = {"jobs": jobs, "workers": multi.worker_record(timing.workers, size)}
+            workers = multi.worker_record(timing.workers, size)
         else:
             timing = harness.time_runner(run, min_time=min_time, rounds=rounds)
-        if timing.note:
-            extra[harness.CALIBRATION_NOTE] = timing.note
         return Measurement(
             algorithm=self.algorithm.name, plugin=self.selection.typed, size=size,
             direction=direction_of(self.algorithm, decrypt), count=timing.count,
             rounds_s=timing.rounds_s, cpu_s=timing.cpu_s,
             canonical_plugin=self.selection.canonical, operation=self.algorithm.operation,
-            driver=self.context.driver, hardware=self.context.hardware, extra=extra)
+            driver=self.context.driver, hardware=self.context.hardware,
+            jobs=jobs if jobs > 1 else 1, workers=workers, calibration_note=timing.note)
 
     def close(self) -> None:
         """Close the context, within ``CLOSE_TIMEOUT`` seconds (``limits.CLOSE_TIMEOUT``).

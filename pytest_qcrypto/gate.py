@@ -730,7 +730,7 @@ class Gate:
         if base is not None:
             self.seen.add(key)
             threshold = self.thresholds.pick(m.algorithm, names, m.size) or self.default_threshold
-            jobs = m.extra.get("jobs", 1)
+            jobs = m.jobs
             if base.jobs != jobs:  # a sum over processes is not comparable with one process
                 not_judged = f"different jobs ({base.jobs} in the baseline, {jobs} now)"
             elif self.require_same_machine:

@@ -341,25 +341,16 @@ def _collect(pipes: list[Any], children: list[Any], barrier: Any,
     return [answers[i] for i in range(len(pipes))]
 
 
-def worker_record(workers: Sequence[Sequence[WorkerRound]], size: int) -> list[dict[str, Any]]:
-    """Per worker, JSON-ready: its count, each round's wall and CPU seconds and KiB/s.
+def worker_record(workers: Sequence[Sequence[WorkerRound]],
+                  size: int) -> tuple[harness.WorkerRecord, ...]:
+    """Per worker: its count, each round's wall and CPU seconds and KiB/s of ``size``-byte
+    operations (bytes).
 
-    This is what ``Measurement.extra["workers"]`` holds for a multi-job measurement.
+    This is what ``Measurement.workers`` holds for a multi-job measurement.
     """
-    return [{"count": rounds[0].count,
-             "rounds_s": [r.wall_s for r in rounds],
-             "cpu_s": [r.cpu_ns / 1e9 for r in rounds],
-             "kib_per_s": [r.count * size / r.wall_s / harness.KIB for r in rounds]}
-            for rounds in workers]
-
-
-def worker_lines(m: harness.Measurement) -> list[str]:
-    """For verbose output: each worker's KiB/s in each round, under the summed figure."""
-    workers = m.extra.get("workers")
-    if not isinstance(workers, list):
-        return []
-    head = (f"{m.plugin} {m.algorithm} {m.size} bytes: {m.kib_per_s:.2f} KiB/s from "
-            f"{len(workers)} jobs")
-    return [head] + [
-        f"  worker {i}: " + ", ".join(f"{rate:.2f}" for rate in w["kib_per_s"]) + " KiB/s"
-        for i, w in enumerate(workers, 1)]
+    return tuple(harness.WorkerRecord(
+        count=rounds[0].count,
+        rounds_s=tuple(r.wall_s for r in rounds),
+        cpu_s=tuple(r.cpu_ns / 1e9 for r in rounds),
+        kib_per_s=tuple(r.count * size / r.wall_s / harness.KIB for r in rounds))
+        for rounds in workers)
