@@ -279,21 +279,13 @@ def fork_workers(run: Runner, jobs: int, count: int, rounds: int, timeout_s: flo
         for i in range(jobs):
             # held: an interrupt waits until the new worker is in started, where stop finds it
             with procs.signals_held():
-                recv = send = None
                 try:
-                    recv, send = ctx.Pipe(duplex=False)
-                    proc = ctx.Process(target=_worker, name="qcrypto-worker", daemon=True,
-                                       args=(run, count, rounds, barrier, send, timeout_s,
-                                             clocks, parent))
-                    proc.start()
+                    proc, recv = _start(ctx, run, count, rounds, barrier, timeout_s, clocks,
+                                        parent)
                 except OSError as exc:
-                    for end in (recv, send):
-                        if end is not None:
-                            end.close()
                     raise JobsError(procs.start_failure(i + 1, jobs, exc)) from None
                 started.append(proc)
                 pipes.append(recv)
-                send.close()
         answers = _collect(pipes, started, barrier, timeout_s)
         answered = True
         errors = [f"worker {i}: {a}" for i, a in enumerate(answers, 1) if isinstance(a, str)]
@@ -308,6 +300,25 @@ def fork_workers(run: Runner, jobs: int, count: int, rounds: int, timeout_s: flo
         procs.stop(started, EXIT_WAIT if answered else 0.0)
         for recv in pipes:
             recv.close()
+
+
+def _start(ctx: Any, run: Runner, count: int, rounds: int, barrier: Any, timeout_s: float,
+           clocks: Clocks, parent: int) -> tuple[Any, Any]:
+    """Start one :func:`_worker` with a pipe of its own: the process and the pipe's
+    receiving end.  On ``OSError`` (a fork that failed) nothing is left open."""
+    recv = send = None
+    try:
+        recv, send = ctx.Pipe(duplex=False)
+        proc = ctx.Process(target=_worker, name="qcrypto-worker", daemon=True,
+                           args=(run, count, rounds, barrier, send, timeout_s, clocks, parent))
+        proc.start()
+    except OSError:
+        for end in (recv, send):
+            if end is not None:
+                end.close()
+        raise
+    send.close()
+    return proc, recv
 
 
 def _collect(pipes: list[Any], children: list[Any], barrier: Any,
