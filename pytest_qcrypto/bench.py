@@ -21,7 +21,7 @@ from types import TracebackType
 
 from pytest_qcrypto import catalog, harness, isolate as isolation, jobs as multi, settings
 from pytest_qcrypto import known_answers
-from pytest_qcrypto import timeout as limits
+from pytest_qcrypto import limits
 from pytest_qcrypto.backends.base import Context, Unsupported, Workload
 from pytest_qcrypto.catalog import Algorithm, Direction
 from pytest_qcrypto.harness import Measurement
@@ -164,9 +164,9 @@ class BenchContext:
         :func:`argument_problem`), ``TimerError`` for a frozen clock.  With
         ``jobs`` > 1 the rounds run in that many processes at once
         (:mod:`pytest_qcrypto.jobs`): ``count`` is then the operations of all
-        of them, each round the common window, and ``extra`` holds ``jobs``
-        and the per-worker figures; ``JobsError`` when a worker fails.  More
-        ``jobs`` than :func:`pytest_qcrypto.jobs.max_jobs` raises ``ValueError``
+        of them, each round the common window, and ``jobs`` and ``workers``
+        hold the number of processes and the per-worker figures; ``JobsError``
+        when a worker fails.  More ``jobs`` than :func:`pytest_qcrypto.jobs.max_jobs` raises ``ValueError``
         before anything runs.
 
         ``timeout`` (seconds, None: no limit) bounds the whole call, known
@@ -175,7 +175,7 @@ class BenchContext:
         an interrupt, Ctrl-C or SIGTERM).  A known-answer context whose
         ``close()`` does not return within ``CLOSE_TIMEOUT`` raises
         ``CallTimeout``.  ``isolate`` measures in a child process instead (see
-        :mod:`pytest_qcrypto.timeout` for what each can stop); a context opened
+        :mod:`pytest_qcrypto.limits` for what each can stop); a context opened
         with ``isolate=True`` is opened, checked, measured and closed there,
         and a failure to open raises :class:`OpenError`.
         """
@@ -228,24 +228,23 @@ class BenchContext:
             raise known_answers.WrongTypeError(
                 f"plugin {self.selection.typed} returned {type(run).__name__} from runner(), "
                 "expected a callable that runs count operations")
-        extra: dict[str, object] = {}
+        workers: tuple[harness.WorkerRecord, ...] = ()
         if jobs > 1:
             timing: harness.Timing | multi.JobsTiming = multi.time_jobs(
                 run, jobs, min_time=min_time, rounds=rounds)
-            extra = {"jobs": jobs, "workers": multi.worker_record(timing.workers, size)}
+            workers = multi.worker_record(timing.workers, size)
         else:
             timing = harness.time_runner(run, min_time=min_time, rounds=rounds)
-        if timing.note:
-            extra[harness.CALIBRATION_NOTE] = timing.note
         return Measurement(
             algorithm=self.algorithm.name, plugin=self.selection.typed, size=size,
             direction=self.algorithm.direction(decrypt), count=timing.count,
             rounds_s=timing.rounds_s, cpu_s=timing.cpu_s,
             canonical_plugin=self.selection.canonical, operation=self.algorithm.operation,
-            driver=self.context.driver, hardware=self.context.hardware, extra=extra)
+            driver=self.context.driver, hardware=self.context.hardware,
+            jobs=jobs if jobs > 1 else 1, workers=workers, calibration_note=timing.note)
 
     def close(self) -> None:
-        """Close the context, within ``CLOSE_TIMEOUT`` seconds (``timeout.CLOSE_TIMEOUT``).
+        """Close the context, within ``CLOSE_TIMEOUT`` seconds (``limits.CLOSE_TIMEOUT``).
 
         Raises ``CallTimeout`` past it (the context is then :attr:`abandoned`)
         and what the plugin's ``close()`` raises.  An abandoned context's close
@@ -286,7 +285,7 @@ class OpenError(Exception):
 
 
 def close_bounded(ctx: Context) -> None:
-    """``ctx.close()`` within ``timeout.CLOSE_TIMEOUT`` seconds; ``CallTimeout`` past it."""
+    """``ctx.close()`` within ``limits.CLOSE_TIMEOUT`` seconds; ``CallTimeout`` past it."""
     limits.call_bounded(ctx.close, "close()", limits.CLOSE_TIMEOUT)
 
 

@@ -12,8 +12,9 @@ tables and the exit code are the pytest plugin's (0: every cell measured, 1: a
 cell failed, 4: a usage error, also for one this parser finds).  ``speed``
 adds ``--qcrypto-bare``: the plugin then writes the results alone to standard
 output and pytest's own lines (progress, failures) to standard error, which
-:class:`StderrTerminal` arranges.  Every ``--qcrypto-*`` option of the pytest
-plugin passes through unchanged.
+:class:`pytest_qcrypto.options.StderrTerminal` arranges; and the hidden
+``--qcrypto-command=qcrypto``, so that messages point to ``qcrypto list``.
+Every ``--qcrypto-*`` option of the pytest plugin passes through unchanged.
 
 ``report`` needs no pytest run: it joins saved results files
 (``--qcrypto-save``) into one table per algorithm and direction.
@@ -35,6 +36,8 @@ from pytest_qcrypto.settings import SettingsError
 USAGE_ERROR = int(pytest.ExitCode.USAGE_ERROR)
 #: Options of ``qcrypto speed`` that pass through to pytest start with this.
 PASSTHROUGH = "--qcrypto-"
+#: This command's name, passed to the pytest plugin as ``--qcrypto-command``.
+COMMAND = "qcrypto"
 
 
 class UsageError(Exception):
@@ -114,11 +117,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     except SystemExit as exc:  # -h
         return exc.code if isinstance(exc.code, int) else 0
     if ns.command == "speed":
-        hint, settings.LIST_HINT = settings.LIST_HINT, "(see qcrypto list)"
-        try:
-            return int(pytest.main(pytest_args))
-        finally:
-            settings.LIST_HINT = hint
+        # messages then send the reader to `qcrypto list` (pytest_qcrypto.options.list_hint)
+        return int(pytest.main([f"--qcrypto-command={COMMAND}", *pytest_args]))
     if ns.command == "list":
         return int(pytest.main(["--qcrypto-list", "-p", "no:cacheprovider"]))
     return report(ns.files, ns.qcrypto_unit, ns.qcrypto_format, ns.qcrypto_plot,
@@ -249,24 +249,6 @@ def report(files: Sequence[str], unit: str | None = None, fmt: str | None = None
     for path in plotted:
         sys.stderr.write(f"qcrypto: plot written to {path}\n")  # stdout: tables only
     return 1 if problems else 0
-
-
-class StderrTerminal:
-    """Registered by the pytest plugin under ``--qcrypto-bare``: pytest's own output to stderr.
-
-    After pytest's terminal plugin has made its reporter (on standard output),
-    this replaces it with one on standard error, before any line is written;
-    the results tables then have standard output to themselves.
-    """
-
-    @pytest.hookimpl(trylast=True)
-    def pytest_configure(self, config: pytest.Config) -> None:
-        manager = config.pluginmanager
-        old = manager.get_plugin("terminalreporter")
-        if old is None:
-            return
-        manager.unregister(old)
-        manager.register(pytest.TerminalReporter(config, sys.stderr), "terminalreporter")
 
 
 if __name__ == "__main__":

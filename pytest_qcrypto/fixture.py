@@ -5,7 +5,7 @@ cannot run, or lacks the algorithm, skips the test with the reason; a wrong
 known answer or a plugin error fails it with a one-line message naming plugin,
 algorithm and what went wrong.  A measurement (or opening a context) that
 takes longer than ``--qcrypto-timeout`` fails with ``timed out after N s in
-PLUGIN ALGORITHM at SIZE bytes`` (:mod:`pytest_qcrypto.timeout`); a context
+PLUGIN ALGORITHM at SIZE bytes`` (:mod:`pytest_qcrypto.limits`); a context
 whose ``close()`` does not return within ``CLOSE_TIMEOUT`` fails its item with
 ``PLUGIN ALGORITHM: close() did not return within 5 s; the context was
 abandoned``.  With ``--qcrypto-isolate`` the context is opened in each
@@ -23,7 +23,7 @@ from typing import NoReturn
 
 import pytest
 
-from pytest_qcrypto import bench, timeout as limits
+from pytest_qcrypto import bench, limits
 from pytest_qcrypto.backends.base import AuthenticationError, Unavailable, Unsupported
 from pytest_qcrypto.bench import BenchContext, Randomness
 from pytest_qcrypto.harness import Measurement, TimerError
@@ -167,7 +167,7 @@ class MeasuredContext:
             fail(f"{who} at {size} bytes failed: {_plugin_error(exc)}")
 
     def close(self) -> None:
-        """Close the context (within ``timeout.CLOSE_TIMEOUT`` seconds).
+        """Close the context (within ``limits.CLOSE_TIMEOUT`` seconds).
 
         Fails the test with ``PLUGIN ALGORITHM: close() did not return within
         5 s; the context was abandoned`` past the limit; raises what the
@@ -243,7 +243,7 @@ class QcryptoFixture:
     def close(self) -> None:
         """Close every context this fixture opened (teardown), also when one fails to close.
 
-        Each ``close()`` has its own limit (``timeout.CLOSE_TIMEOUT`` seconds).
+        Each ``close()`` has its own limit (``limits.CLOSE_TIMEOUT`` seconds).
         The first error is raised once all are closed.  While the run is being
         interrupted, or once an interrupt arrives during a close, the rest are
         closed as abandoned (within the limit, errors ignored) and the

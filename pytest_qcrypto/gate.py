@@ -66,48 +66,6 @@ MARK_NOTES = {
 }
 
 
-def add_options(group: Any, parser: pytest.Parser) -> None:
-    """The results-file and regression-gate options (called from ``pytest_addoption``)."""
-    # both take one PATH, collected as a list so that a second, different one is an
-    # error rather than silently replacing the first (Gate.one_path)
-    group.addoption("--qcrypto-save", action="append", metavar="PATH", default=None,
-                    help="write every measurement of the run to PATH as JSON (written "
-                         "atomically, through a symbolic link to its target; an interrupted "
-                         "run writes PATH.partial if PATH exists; a run that measured nothing "
-                         "writes nothing).  One PATH per run.")
-    group.addoption("--qcrypto-compare", action="append", metavar="PATH", default=None,
-                    help="compare every measurement with the same cell of the results file "
-                         "PATH; a regression beyond the threshold fails that test.  One "
-                         "baseline file per run.")
-    group.addoption("--qcrypto-threshold", metavar="PCT", default=None,
-                    help="slowdown that counts as a regression, e.g. 10%% or 10 (default 10%%; "
-                         "ini qcrypto_thresholds refines it per algorithm:plugin:size); a "
-                         "positive number: 5%% allows 5%% slower.  Only with --qcrypto-compare.")
-    group.addoption("--qcrypto-confirm", metavar="N", default=None,
-                    help=f"measure a regressed or below-floor cell up to N more times before "
-                         f"failing it; the best try counts (default {DEFAULT_CONFIRM}).  Only "
-                         f"with --qcrypto-compare or a floor.")
-    group.addoption("--qcrypto-allow-missing", action="store_true", default=False,
-                    help="a baseline cell that is skipped now is a summary line, not a failure "
-                         "(with --qcrypto-compare).")
-    group.addoption("--qcrypto-require-same-machine", action="store_true", default=False,
-                    help="do not judge against a baseline from another machine or other "
-                         "library versions (such items pass, the summary says why; with "
-                         "--qcrypto-compare).")
-    parser.addini("qcrypto_threshold", default=None,
-                  help="default regression threshold in percent (like --qcrypto-threshold).")
-    parser.addini("qcrypto_thresholds", type="linelist", default=[],
-                  help="per-cell thresholds, lines 'ALGORITHM[:PLUGIN[:SIZE]] = PCT', * is "
-                       "a wildcard; the most specific line wins, ties go to the later line.")
-    parser.addini("qcrypto_floors", type="linelist", default=[],
-                  help="minimum KiB/s per cell, lines 'ALGORITHM[:PLUGIN[:SIZE]] = KIB_PER_S'.")
-    parser.addini("qcrypto_confirm", default=None, help="default --qcrypto-confirm.")
-    parser.addini("qcrypto_allow_missing", type="bool", default=False,
-                  help="like --qcrypto-allow-missing.")
-    parser.addini("qcrypto_require_same_machine", type="bool", default=False,
-                  help="like --qcrypto-require-same-machine.")
-
-
 # -- parsing -----------------------------------------------------------------------------------
 
 
@@ -772,7 +730,7 @@ class Gate:
         if base is not None:
             self.seen.add(key)
             threshold = self.thresholds.pick(m.algorithm, names, m.size) or self.default_threshold
-            jobs = m.extra.get("jobs", 1)
+            jobs = m.jobs
             if base.jobs != jobs:  # a sum over processes is not comparable with one process
                 not_judged = f"different jobs ({base.jobs} in the baseline, {jobs} now)"
             elif self.require_same_machine:

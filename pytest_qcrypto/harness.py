@@ -51,8 +51,6 @@ SKIP_AHEAD = 1 / 16
 SHORT_ROUND = 0.5
 #: How many times the count is chosen again from a short round before short rounds are kept.
 MAX_RECALIBRATIONS = 2
-#: The key of :attr:`Measurement.extra` that holds :attr:`Timing.note`.
-CALIBRATION_NOTE = "calibration"
 #: A calibration run this long by the guard clock (seconds), that the timer
 #: saw as under a tenth of it, proves the timer broken.
 GUARD_RUN_S = 0.25
@@ -60,6 +58,20 @@ GUARD_RUN_S = 0.25
 
 class TimerError(RuntimeError):
     """The timer did not advance while operations ran (frozen or mocked clock)."""
+
+
+@dataclass(frozen=True)
+class WorkerRecord:
+    """One ``--qcrypto-jobs`` process's part of a multi-job :class:`Measurement`.
+
+    ``count`` operations in every round; per round, its own wall seconds (its
+    start to its end), CPU seconds and KiB/s (1 KiB = 1024 bytes).
+    """
+
+    count: int
+    rounds_s: tuple[float, ...]
+    cpu_s: tuple[float, ...]
+    kib_per_s: tuple[float, ...]
 
 
 @dataclass(frozen=True)
@@ -71,6 +83,15 @@ class Measurement:
     ``plugin`` is the name as the user typed it, ``canonical_plugin`` the
     plugin it resolved to; ``driver`` names the implementation when the plugin
     can tell (kernel plugins).
+
+    ``jobs`` is the number of processes that ran each round at once
+    (``--qcrypto-jobs``; ``count`` is then the operations of all of them and
+    each round the common window), ``workers`` what each of them did (empty
+    for one job).  ``calibration_note`` says why rounds too short to trust
+    were kept (:attr:`Timing.note`; empty: they were not).  ``figure_only``
+    marks a measurement rebuilt from a saved figure without counts (schema 1
+    results): its count and rounds are not real.  These four take no part in
+    comparing measurements.
     """
 
     algorithm: str
@@ -84,7 +105,10 @@ class Measurement:
     operation: str = ""
     driver: str | None = None
     hardware: bool | None = None
-    extra: dict[str, object] = field(default_factory=dict, compare=False)
+    jobs: int = field(default=1, compare=False)
+    workers: tuple[WorkerRecord, ...] = field(default=(), compare=False)
+    calibration_note: str = field(default="", compare=False)
+    figure_only: bool = field(default=False, compare=False)
 
     @property
     def median_s(self) -> float:

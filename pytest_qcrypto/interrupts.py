@@ -31,7 +31,7 @@ from collections.abc import Iterable
 from types import FrameType
 from typing import Any
 
-from pytest_qcrypto.timeout import can_interrupt
+from pytest_qcrypto.limits import can_interrupt
 
 #: Signals noted, counting the first: after this many (while the results are being
 #: saved), a further one takes effect at once.

@@ -7,7 +7,7 @@ parent kills the child (``SIGKILL``) and does not wait for a child that cannot
 die (a process in an uninterruptible kernel wait ignores even ``SIGKILL``
 until the kernel lets it go; a crashed driver may never), so the run still
 ends.  The child (and the ``--qcrypto-jobs`` workers it forks) is killed by the
-kernel when the parent dies (Linux; see :func:`pytest_qcrypto.jobs.die_with_parent`).
+kernel when the parent dies (Linux; see :func:`pytest_qcrypto.procs.die_with_parent`).
 A child that crashes (``SIGSEGV`` in a C library) fails only its item.  It
 costs a ``fork`` per measurement and needs ``os.fork`` (POSIX).
 """
@@ -24,9 +24,8 @@ import time
 from collections.abc import Callable
 from typing import Any, TypeVar
 
-from pytest_qcrypto import timeout as limits
-from pytest_qcrypto.jobs import die_with_parent, libc_prctl
-from pytest_qcrypto.timeout import CallTimeout, MeasurementTimeout, call_bounded, origin
+from pytest_qcrypto import limits, procs
+from pytest_qcrypto.limits import CallTimeout, MeasurementTimeout, call_bounded, origin
 
 T = TypeVar("T")
 
@@ -87,7 +86,7 @@ def run_isolated(fn: Callable[[], T], seconds: float | None,
     ``close()``.  What ``close`` raises is raised here when ``fn`` succeeded.
     """
     _reap_abandoned()
-    libc_prctl()  # loaded here, not in the child
+    procs.libc_prctl()  # loaded here, not in the child
     parent = os.getpid()
     read_fd, write_fd = os.pipe()
     gc.freeze()  # the child's collector leaves the parent's objects (and their finalizers) be
@@ -127,9 +126,7 @@ def _child(fn: Callable[[], Any], close: Callable[[], None] | None, write_fd: in
     ``("error", exception)``; exit."""
     code = 0
     try:
-        die_with_parent(parent)  # a parent killed outright takes the child along
-        for sig in (signal.SIGINT, signal.SIGTERM):
-            signal.signal(sig, signal.SIG_DFL)  # a Ctrl-C or CI's SIGTERM ends the child
+        procs.become_child(parent)  # a parent killed outright takes the child along
         outcome = _run_in_child(fn)
         if close is not None:
             os.write(write_fd, CLOSING)  # the parent now allows the close its own limit
@@ -206,36 +203,20 @@ def _kill(pid: int, first_wait: float = 0.0) -> int | None:
     A child that cannot be reaped within :data:`REAP_WAIT` seconds of the kill
     (stuck in the kernel) is left in :data:`_abandoned`; then None.
     """
-    killed = False
-    give_up = time.monotonic() + first_wait
-    while True:
-        try:
-            done, status = os.waitpid(pid, os.WNOHANG)
-        except ChildProcessError:
-            return None
-        if done:
-            return status
-        now = time.monotonic()
-        if now >= give_up:
-            if killed:
-                _abandoned.add(pid)
-                return None
-            try:
-                os.kill(pid, signal.SIGKILL)
-            except ProcessLookupError:
-                pass
-            killed, give_up = True, now + REAP_WAIT
-        time.sleep(0.002)
+    status, stuck = procs.kill_and_reap(pid, first_wait, REAP_WAIT)
+    if stuck:
+        _abandoned.add(pid)
+    return status
 
 
 def _outcome(data: bytes, status: int | None) -> Any:
     try:
-        kind, value = pickle.loads(data) if data else (None, None)
+        tag, value = pickle.loads(data) if data else (None, None)
     except Exception:
-        kind, value = None, None
-    if kind == "ok":
+        tag, value = None, None
+    if tag == "ok":
         return value
-    if kind == "error":
+    if tag == "error":
         raise value
     if status is None:
         raise IsolatedError("the measurement process ended without a result")

@@ -18,9 +18,9 @@ At most :data:`JOBS_PER_CPU` workers per CPU this process may use
 core; more than a few per CPU only take turns on the same CPUs, and each one
 is a forked copy of the test process.
 
-Workers never outlive the run.  On Linux each worker asks the kernel to
-``SIGKILL`` it when its parent dies (``prctl(PR_SET_PDEATHSIG)``; then it checks
-that the parent is still the one that forked it), so a pytest process killed
+Workers never outlive the run (:mod:`pytest_qcrypto.procs`).  On Linux each worker asks
+the kernel to ``SIGKILL`` it when its parent dies (``prctl(PR_SET_PDEATHSIG)``; then it
+checks that the parent is still the one that forked it), so a pytest process killed
 outright takes its workers with it.  When the parent is interrupted (Ctrl-C, a
 SIGTERM, a ``--qcrypto-timeout`` deadline) or a fork fails part way (EAGAIN: the
 limit on processes), the workers already started are killed and reaped before
@@ -34,18 +34,13 @@ the README.
 
 from __future__ import annotations
 
-import errno
-import functools
 import os
-import signal
-import sys
 import time
-from collections.abc import Callable, Iterator, Sequence
-from contextlib import contextmanager
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from pytest_qcrypto import harness, settings
+from pytest_qcrypto import harness, procs, settings
 from pytest_qcrypto.backends.base import Runner
 from pytest_qcrypto.settings import SettingsError
 
@@ -55,11 +50,6 @@ AUTO = "auto"
 JOBS_PER_CPU = 8
 #: Seconds the workers get to exit once they have answered, before they are killed.
 EXIT_WAIT = 5.0
-#: Seconds to wait for killed workers to be reaped.
-REAP_WAIT = 1.0
-#: Signals held while a worker is forked and while workers are killed.
-HELD_SIGNALS = frozenset({signal.SIGINT, signal.SIGTERM}
-                         | ({signal.SIGALRM} if hasattr(signal, "SIGALRM") else set()))
 
 
 class JobsError(RuntimeError):
@@ -163,14 +153,6 @@ def parse_jobs(text: object, option: str = "--qcrypto-jobs") -> int:
     return jobs
 
 
-def add_option(group: Any) -> None:
-    """Add ``--qcrypto-jobs`` to a pytest option group."""
-    group.addoption("--qcrypto-jobs", metavar="N", default=None,
-                    help="run each measurement in N processes at once and report their summed "
-                         "throughput (total bytes over the common wall time), like openssl "
-                         "speed -multi; 'auto' = one per CPU (default 1).")
-
-
 def aggregate(workers: Sequence[Sequence[WorkerRound]]) -> tuple[int, tuple[float, ...],
                                                                   tuple[float, ...]]:
     """Per round, from every worker's rounds: (operations of one round, windows s, CPU s).
@@ -245,67 +227,10 @@ def time_jobs(run: Runner, jobs: int, *, min_time: float = 0.1, rounds: int = 3,
                       note)
 
 
-@functools.cache
-def libc_prctl() -> Callable[..., int] | None:
-    """libc's ``prctl`` through ctypes on Linux, else None (call it before forking)."""
-    if not sys.platform.startswith("linux"):
-        return None
-    import ctypes
-
-    try:
-        prctl = ctypes.CDLL(None, use_errno=True).prctl
-    except (OSError, AttributeError):
-        return None
-    prctl.argtypes = [ctypes.c_int] + [ctypes.c_ulong] * 4
-    prctl.restype = ctypes.c_int
-    return prctl  # type: ignore[no-any-return]
-
-
-#: ``PR_SET_PDEATHSIG`` of <linux/prctl.h>.
-_PR_SET_PDEATHSIG = 1
-
-
-def die_with_parent(parent: int) -> None:
-    """In a forked child: be ``SIGKILL``ed when ``parent`` dies; exit now if it already has.
-
-    ``parent`` is the pid of the parent, taken before ``fork``.  The check
-    after ``prctl`` closes the race of a parent that died between ``fork`` and
-    the request (the child was then reparented already).  Call
-    :func:`libc_prctl` in the parent before forking, so that the child does
-    not load libc itself.  Off Linux only the check is made.
-    """
-    prctl = libc_prctl()
-    if prctl is not None:
-        prctl(_PR_SET_PDEATHSIG, signal.SIGKILL, 0, 0, 0)
-    if os.getppid() != parent:
-        os._exit(1)
-
-
-@contextmanager
-def _signals_held() -> Iterator[None]:
-    """Hold :data:`HELD_SIGNALS` in the body; they are delivered at its end.
-
-    A child forked in the body inherits the mask (a worker clears it).
-    """
-    if not hasattr(signal, "pthread_sigmask"):
-        yield
-        return
-    earlier = signal.pthread_sigmask(signal.SIG_BLOCK, HELD_SIGNALS)
-    try:
-        yield
-    finally:
-        signal.pthread_sigmask(signal.SIG_SETMASK, earlier)
-
-
 def _worker(run: Runner, count: int, rounds: int, barrier: Any, send: Any,
             timeout_s: float, clocks: Clocks, parent: int) -> None:
     """A worker's life: per round, wait at the barrier, run, note the times; send them."""
-    die_with_parent(parent)
-    # the parent's handlers are for the parent: a worker ends when interrupted or terminated
-    for sig in (signal.SIGINT, signal.SIGTERM):
-        signal.signal(sig, signal.SIG_DFL)
-    if hasattr(signal, "pthread_sigmask"):
-        signal.pthread_sigmask(signal.SIG_UNBLOCK, HELD_SIGNALS)  # held by the parent's fork
+    procs.become_child(parent, release_held=True)  # held by the parent's fork
     try:
         # untimed: the first touches of copy-on-write pages after fork cost page faults
         run(max(1, count // 16))
@@ -337,39 +262,31 @@ def fork_workers(run: Runner, jobs: int, count: int, rounds: int, timeout_s: flo
     EAGAIN, the limit on processes).  Whatever happens, also an interrupt or
     a timeout raised here, every worker started is gone when this returns or
     raises: killed if it has not exited, and reaped (one stuck in an
-    uninterruptible kernel wait is reaped later, see :func:`_stop`).
+    uninterruptible kernel wait is reaped later, see :func:`.procs.stop`).
     """
     import multiprocessing  # here: a run without --qcrypto-jobs never needs it
 
     check_jobs(jobs)
     ctx = multiprocessing.get_context("fork")
     clocks = clocks or (time.perf_counter_ns, time.process_time_ns)
-    libc_prctl()  # load libc before forking, not in every worker
+    procs.libc_prctl()  # load libc before forking, not in every worker
     parent = os.getpid()
     barrier = ctx.Barrier(jobs)
-    procs: list[Any] = []
+    started: list[Any] = []
     pipes: list[Any] = []
     answered = False
     try:
         for i in range(jobs):
-            # held: an interrupt waits until the new worker is in procs, where _stop finds it
-            with _signals_held():
-                recv = send = None
+            # held: an interrupt waits until the new worker is in started, where stop finds it
+            with procs.signals_held():
                 try:
-                    recv, send = ctx.Pipe(duplex=False)
-                    proc = ctx.Process(target=_worker, name="qcrypto-worker", daemon=True,
-                                       args=(run, count, rounds, barrier, send, timeout_s,
-                                             clocks, parent))
-                    proc.start()
+                    proc, recv = _start(ctx, run, count, rounds, barrier, timeout_s, clocks,
+                                        parent)
                 except OSError as exc:
-                    for end in (recv, send):
-                        if end is not None:
-                            end.close()
-                    raise JobsError(_start_failure(i + 1, jobs, exc)) from None
-                procs.append(proc)
+                    raise JobsError(procs.start_failure(i + 1, jobs, exc)) from None
+                started.append(proc)
                 pipes.append(recv)
-                send.close()
-        answers = _collect(pipes, procs, barrier, timeout_s)
+        answers = _collect(pipes, started, barrier, timeout_s)
         answered = True
         errors = [f"worker {i}: {a}" for i, a in enumerate(answers, 1) if isinstance(a, str)]
         if errors:
@@ -380,50 +297,31 @@ def fork_workers(run: Runner, jobs: int, count: int, rounds: int, timeout_s: flo
     finally:
         # answered: they are exiting; otherwise (an interrupt, a timeout, a failed
         # fork, no answer) they may be running or waiting at the barrier: kill now
-        _stop(procs, EXIT_WAIT if answered else 0.0)
+        procs.stop(started, EXIT_WAIT if answered else 0.0)
         for recv in pipes:
             recv.close()
 
 
-def _start_failure(n: int, jobs: int, exc: OSError) -> str:
-    """One line: which worker could not be started, the OS's reason, what became of the others."""
-    name = errno.errorcode.get(exc.errno or 0, "")
-    why = f"[{name or exc.errno}] {exc.strerror or exc}" if exc.errno else str(exc)
-    hint = {errno.EAGAIN: "too many processes (ulimit -u)",
-            errno.EMFILE: "too many open files (ulimit -n)",
-            errno.ENOMEM: "out of memory"}.get(exc.errno or 0)
-    started = (f"the {n - 1} already started were killed" if n > 2 else
-               "the 1 already started was killed" if n == 2 else "none had started")
-    return (f"could not start worker {n} of {jobs}: {why}"
-            f"{f': {hint}' if hint else ''}; {started}")
-
-
-def _stop(procs: list[Any], grace: float) -> None:
-    """Let the workers exit for up to ``grace`` seconds, kill those left, reap them all.
-
-    The kill cannot be skipped by an interrupt: one during the grace period
-    goes on after the kill, and the kill and reaping run with
-    :data:`HELD_SIGNALS` held.  A killed worker not reaped within
-    :data:`REAP_WAIT` seconds (stuck in the kernel; it dies when the kernel
-    lets it go) is reaped by ``multiprocessing`` later.
-    """
+def _start(ctx: Any, run: Runner, count: int, rounds: int, barrier: Any, timeout_s: float,
+           clocks: Clocks, parent: int) -> tuple[Any, Any]:
+    """Start one :func:`_worker` with a pipe of its own: the process and the pipe's
+    receiving end.  On ``OSError`` (a fork that failed) nothing is left open."""
+    recv = send = None
     try:
-        ends = time.monotonic() + grace
-        for proc in procs:
-            proc.join(max(0.0, ends - time.monotonic()))
-    finally:
-        with _signals_held():
-            for proc in procs:
-                if proc.exitcode is None:
-                    proc.kill()
-            ends = time.monotonic() + REAP_WAIT
-            for proc in procs:
-                proc.join(max(0.0, ends - time.monotonic()))
-                if proc.exitcode is not None:
-                    proc.close()  # its sentinel descriptor
+        recv, send = ctx.Pipe(duplex=False)
+        proc = ctx.Process(target=_worker, name="qcrypto-worker", daemon=True,
+                           args=(run, count, rounds, barrier, send, timeout_s, clocks, parent))
+        proc.start()
+    except OSError:
+        for end in (recv, send):
+            if end is not None:
+                end.close()
+        raise
+    send.close()
+    return proc, recv
 
 
-def _collect(pipes: list[Any], procs: list[Any], barrier: Any,
+def _collect(pipes: list[Any], children: list[Any], barrier: Any,
              timeout_s: float) -> list[list[tuple[int, int, int, int]] | str]:
     """Every worker's answer, in worker order: its rounds, or what went wrong (a string).
 
@@ -446,33 +344,24 @@ def _collect(pipes: list[Any], procs: list[Any], barrier: Any,
             try:
                 status, payload = pending.pop(i).recv()
             except EOFError:
-                procs[i].join(timeout=1.0)
-                status, payload = "error", f"died (exit code {procs[i].exitcode})"
+                children[i].join(timeout=1.0)
+                status, payload = "error", f"died (exit code {children[i].exitcode})"
             if status != "ok":
                 barrier.abort()
             answers[i] = payload
     return [answers[i] for i in range(len(pipes))]
 
 
-def worker_record(workers: Sequence[Sequence[WorkerRound]], size: int) -> list[dict[str, Any]]:
-    """Per worker, JSON-ready: its count, each round's wall and CPU seconds and KiB/s.
+def worker_record(workers: Sequence[Sequence[WorkerRound]],
+                  size: int) -> tuple[harness.WorkerRecord, ...]:
+    """Per worker: its count, each round's wall and CPU seconds and KiB/s of ``size``-byte
+    operations (bytes).
 
-    This is what ``Measurement.extra["workers"]`` holds for a multi-job measurement.
+    This is what ``Measurement.workers`` holds for a multi-job measurement.
     """
-    return [{"count": rounds[0].count,
-             "rounds_s": [r.wall_s for r in rounds],
-             "cpu_s": [r.cpu_ns / 1e9 for r in rounds],
-             "kib_per_s": [r.count * size / r.wall_s / harness.KIB for r in rounds]}
-            for rounds in workers]
-
-
-def worker_lines(m: harness.Measurement) -> list[str]:
-    """For verbose output: each worker's KiB/s in each round, under the summed figure."""
-    workers = m.extra.get("workers")
-    if not isinstance(workers, list):
-        return []
-    head = (f"{m.plugin} {m.algorithm} {m.size} bytes: {m.kib_per_s:.2f} KiB/s from "
-            f"{len(workers)} jobs")
-    return [head] + [
-        f"  worker {i}: " + ", ".join(f"{rate:.2f}" for rate in w["kib_per_s"]) + " KiB/s"
-        for i, w in enumerate(workers, 1)]
+    return tuple(harness.WorkerRecord(
+        count=rounds[0].count,
+        rounds_s=tuple(r.wall_s for r in rounds),
+        cpu_s=tuple(r.cpu_ns / 1e9 for r in rounds),
+        kib_per_s=tuple(r.count * size / r.wall_s / harness.KIB for r in rounds))
+        for rounds in workers)

@@ -18,7 +18,7 @@ from collections.abc import Sequence
 from dataclasses import asdict, dataclass
 from pathlib import Path
 
-from pytest_qcrypto.harness import CALIBRATION_NOTE, Measurement
+from pytest_qcrypto.harness import Measurement
 
 #: A figure whose slowest round is this much slower than its fastest is noisy.
 MAX_SPREAD = 1.10
@@ -115,14 +115,13 @@ def noise(m: Measurement) -> list[str]:
     calibration, :data:`pytest_qcrypto.harness.SHORT_ROUND`), a wide spread of rounds, CPU far
     below wall time."""
     out = []
-    note = m.extra.get(CALIBRATION_NOTE)
-    if isinstance(note, str) and note:
+    note = m.calibration_note
+    if note:
         out.append(note)
     if m.rounds_s and min(m.rounds_s) > 0 and m.spread > MAX_SPREAD:
         out.append(f"rounds spread {(m.spread - 1) * 100:.0f}% "
                    f"({min(m.rounds_s):.3g} to {max(m.rounds_s):.3g} s)")
-    jobs = m.extra.get("jobs", 1)
-    capacity = m.median_s * (jobs if isinstance(jobs, int) else 1)
+    capacity = m.median_s * m.jobs
     if m.cpu_s and capacity > 0 and m.median_cpu_s < capacity * MIN_CPU_SHARE:
         where = ("the work ran off the CPU (hardware)" if m.hardware
                  else "the machine was busy, or the work ran off the CPU")
@@ -137,8 +136,6 @@ def summary_lines(state: MachineState | None, measurements: Sequence[Measurement
     ``verbose`` adds the machine's state and each worker's figures of
     multi-job measurements.
     """
-    from pytest_qcrypto.jobs import worker_lines
-
     lines = []
     noisy = [(m, why) for m in measurements if (why := noise(m))]
     if noisy:
@@ -158,6 +155,18 @@ def summary_lines(state: MachineState | None, measurements: Sequence[Measurement
         for m in measurements:
             lines.extend(worker_lines(m))
     return lines
+
+
+def worker_lines(m: Measurement) -> list[str]:
+    """For verbose output: each worker's KiB/s in each round, under the summed figure."""
+    workers = m.workers
+    if not workers:
+        return []
+    head = (f"{m.plugin} {m.algorithm} {m.size} bytes: {m.kib_per_s:.2f} KiB/s from "
+            f"{len(workers)} jobs")
+    return [head] + [
+        f"  worker {i}: " + ", ".join(f"{rate:.2f}" for rate in w.kib_per_s) + " KiB/s"
+        for i, w in enumerate(workers, 1)]
 
 
 def _on_off(flag: bool | None) -> str:

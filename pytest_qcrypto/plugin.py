@@ -18,8 +18,7 @@ from typing import Any
 
 import pytest
 
-from pytest_qcrypto import catalog, gate, jobs, machine, settings
-from pytest_qcrypto.backends import default_order
+from pytest_qcrypto import catalog, gate, jobs, machine, options, settings
 from pytest_qcrypto.backends.base import describe_implementations
 from pytest_qcrypto.bench import Case, Randomness, direction_of
 from pytest_qcrypto.catalog import Algorithm
@@ -27,7 +26,7 @@ from pytest_qcrypto.harness import Measurement
 from pytest_qcrypto.interrupts import Interrupts
 from pytest_qcrypto.registry import Registry, RegistryError, Selection
 from pytest_qcrypto.settings import Settings, SettingsError
-from pytest_qcrypto import timeout as qtimeout
+from pytest_qcrypto import limits as qtimeout
 
 CASE_KEY = pytest.StashKey[Case]()
 #: The options that choose algorithms (``--qcrypto-digest``...) and the kinds each takes.
@@ -47,46 +46,7 @@ def pytest_addhooks(pluginmanager: pytest.PytestPluginManager) -> None:
 
 
 def pytest_addoption(parser: pytest.Parser) -> None:
-    group = parser.getgroup("qcrypto", "crypto speed benchmarks (pytest-qcrypto)")
-    group.addoption("--qcrypto-digest", action="append", metavar="NAME", default=[],
-                    help="measure this digest (repeatable, comma lists allowed), e.g. sha256. "
-                         "'all': every digest the chosen plugins support. "
-                         "Without test paths, only the speed matrix runs.")
-    group.addoption("--qcrypto-cipher", action="append", metavar="NAME", default=[],
-                    help="measure this cipher or AEAD (repeatable, comma lists allowed), "
-                         "e.g. aes-128-cbc,chacha20-poly1305; 'all': every one the chosen "
-                         "plugins support.")
-    group.addoption("--qcrypto-plugin", action="append", metavar="NAME", default=[],
-                    help="crypto plugin to measure (repeatable, at most 10, table rows in this "
-                         "order): openssl, pycryptodome, hashlib, ... Default: the first "
-                         f"available of {', '.join(default_order())}.")
-    group.addoption("--qcrypto-size", action="append", metavar="BYTES", default=[],
-                    help="buffer size in bytes (repeatable, comma lists allowed). "
-                         "Default: 16,64,256,1024,4096,8192,32768.")
-    group.addoption("--qcrypto-min-time", metavar="SECONDS", default=None,
-                    help="the doubling loop stops once a run takes this long (default 0.1).")
-    group.addoption("--qcrypto-rounds", metavar="N", default=None,
-                    help="timed rounds per measurement; the median is reported (default 3).")
-    group.addoption("--qcrypto-decrypt", action="store_true", default=False,
-                    help="time decryption instead of encryption.")
-    group.addoption("--qcrypto-seed", metavar="N", default=None,
-                    help="seed for keys and data, a whole number from -2**63 to 2**63-1 (default: "
-                         "fresh random bytes each run).")
-    qtimeout.add_options(group, parser)
-    group.addoption("--qcrypto-list", action="store_true", default=False,
-                    help="list crypto plugins, their availability, libraries and algorithms, "
-                         "then exit.")
-    parser.addini("qcrypto_plugins", type="args", default=[],
-                  help="default crypto plugins (like --qcrypto-plugin).")
-    parser.addini("qcrypto_sizes", type="args", default=[],
-                  help="default buffer sizes in bytes (like --qcrypto-size).")
-    parser.addini("qcrypto_min_time", default=None, help="default --qcrypto-min-time, seconds.")
-    parser.addini("qcrypto_rounds", default=None, help="default --qcrypto-rounds.")
-    gate.add_options(group, parser)
-    from pytest_qcrypto.render import add_options as add_output_options
-
-    add_output_options(group)  # --qcrypto-unit, -format, -plot, -bare
-    jobs.add_option(group)
+    options.add_options(parser)
 
 
 def pytest_qcrypto_plugins() -> list[Any]:
@@ -98,9 +58,7 @@ def pytest_qcrypto_plugins() -> list[Any]:
 
 def pytest_cmdline_main(config: pytest.Config) -> int | None:
     if config.getoption("qcrypto_bare"):  # before configure: moves pytest's output to stderr
-        from pytest_qcrypto.cli import StderrTerminal
-
-        config.pluginmanager.register(StderrTerminal(), "qcrypto-stderr-terminal")
+        config.pluginmanager.register(options.StderrTerminal(), "qcrypto-stderr-terminal")
     if config.getoption("qcrypto_list"):
         run = QcryptoRun(config)
         try:
@@ -123,7 +81,7 @@ def pytest_configure(config: pytest.Config) -> None:
     try:
         run.check()
     except (SettingsError, RegistryError) as exc:
-        raise pytest.UsageError(str(exc)) from None
+        raise pytest.UsageError(options.for_command(config, str(exc))) from None
     config.pluginmanager.register(run, RUN_NAME)
     config.pluginmanager.register(RunGuard(config), GUARD_NAME)
 
@@ -185,18 +143,11 @@ class QcryptoRun:
 
     def _ini_where(self, ini: str) -> str:
         """``qcrypto_rounds in pytest.ini`` (or ``-o qcrypto_rounds``), for messages."""
-        return settings.ini_source(ini, self.config.inipath,
-                                   self.config.getoption("override_ini", None))
+        return options.where(self.config, ini)
 
     def _ini_or_option(self, option: str, ini: str) -> tuple[Any, str]:
         """The option's value, else the ini key's (None if neither), and where it came from."""
-        value = self.config.getoption(option)
-        if value not in (None, []):
-            return value, f"--{option.replace('_', '-')}"
-        value = self.config.getini(ini)
-        if isinstance(value, list) and value:  # "16, 64" came split at blanks: one comma list
-            value = [settings.ini_list(value)]
-        return value or None, self._ini_where(ini)
+        return options.given(self.config, option)
 
     @cached_property
     def settings(self) -> Settings:

@@ -17,7 +17,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from functools import cache, cached_property
 
-from pytest_qcrypto import settings, timeout as limits
+from pytest_qcrypto import limits, settings
 from pytest_qcrypto.backends.base import CryptoPlugin, Unavailable
 
 
@@ -116,7 +116,7 @@ class Registry:
         """Why ``plugin`` cannot run here, or None when it can (probed once).
 
         A ``probe()`` that raises, or does not return within
-        ``timeout.QUERY_TIMEOUT`` seconds, makes the plugin unavailable with
+        ``limits.QUERY_TIMEOUT`` seconds, makes the plugin unavailable with
         that reason (``probe() did not return within 10 s``).
         """
         if plugin.name not in self._status:
@@ -135,7 +135,7 @@ class Registry:
         """Catalog names ``plugin`` supports (empty when unavailable; asked once).
 
         A ``supported()`` that raises or does not return within
-        ``timeout.QUERY_TIMEOUT`` seconds makes the plugin unavailable
+        ``limits.QUERY_TIMEOUT`` seconds makes the plugin unavailable
         (``could not list its algorithms: supported() did not return within 10 s``).
         """
         if plugin.name not in self._supported:
@@ -155,7 +155,7 @@ class Registry:
 
     def version(self, plugin: CryptoPlugin) -> str:
         """``plugin.version()``, or ``unknown (why)`` when it raises or does not return
-        within ``timeout.QUERY_TIMEOUT`` seconds."""
+        within ``limits.QUERY_TIMEOUT`` seconds."""
         try:
             return str(limits.call_bounded(plugin.version, "version()", limits.QUERY_TIMEOUT))
         except limits.CallTimeout as exc:
@@ -165,7 +165,7 @@ class Registry:
 
     def details(self, plugin: CryptoPlugin) -> list[str]:
         """``plugin.details()`` for ``--qcrypto-list``; one line saying why when it raises
-        or does not return within ``timeout.QUERY_TIMEOUT`` seconds."""
+        or does not return within ``limits.QUERY_TIMEOUT`` seconds."""
         try:
             return limits.call_bounded(lambda: [str(x) for x in plugin.details()], "details()",
                                        limits.QUERY_TIMEOUT)

@@ -99,10 +99,6 @@ class Table:
     machines: Mapping[str, str] = field(default_factory=dict)
 
 
-#: ``Measurement.extra`` key of a saved figure without counts (schema 1): no verbose line.
-FIGURE_ONLY = "figure_only"
-
-
 def _verb(table: Table) -> str:
     return {"digest": "digests", "encrypt": "encryptions", "decrypt": "decryptions"}[table.direction]
 
@@ -122,7 +118,7 @@ def verbose_block(table: Table) -> list[str]:
         for size in table.sizes:
             cell = table.cells.get((plugin, size))
             if cell is not None and cell.measurement is not None \
-                    and not cell.measurement.extra.get(FIGURE_ONLY):
+                    and not cell.measurement.figure_only:
                 m = cell.measurement
                 lines.append(f"executed {m.count} {_verb(table)} of size {size} bytes "
                              f"in {m.median_s:.2f} secs")
@@ -182,7 +178,7 @@ def notes(table: Table) -> list[str]:
             kind = "hardware" if hw else "software" if hw is False else "hardware: unknown"
             out.append(f"  {p}: driver {driver} ({kind})")
     for p in table.plugins:
-        jobs = sorted({c.measurement.extra.get("jobs", 1) for (q, _), c in table.cells.items()
+        jobs = sorted({c.measurement.jobs for (q, _), c in table.cells.items()
                        if q == p and c.measurement is not None} - {1}, key=str)
         for n in jobs:
             out.append(f"  {p}: the summed throughput of {n} processes at once "
@@ -355,24 +351,6 @@ class Output:
         object.__setattr__(self, "plots", tuple(self.plots or ()))
 
 
-def add_options(group: Any) -> None:
-    """Add the output options to the plugin's option group (a pytest ``OptionGroup``)."""
-    group.addoption("--qcrypto-unit", metavar="UNIT", default=None,
-                    help=f"unit of the table cells: {', '.join(UNITS)}. KiB and MiB are "
-                         "1024-based, kB and MB 1000-based. Default: KiB/s.")
-    group.addoption("--qcrypto-format", metavar="FORMAT", default=None,
-                    help="layout of the results: qcrypto (default), openssl (openssl speed's "
-                         "table, 1000s of bytes per second; no --qcrypto-unit with it), "
-                         "markdown (for a CI job summary) or csv.")
-    group.addoption("--qcrypto-plot", action="append", metavar="PATH", default=None,
-                    help="also plot throughput against buffer size to PATH (.png, .svg, or a "
-                         "self-contained .html, by its suffix; repeatable: every PATH is "
-                         "written); needs pip install 'pytest-qcrypto[plot]'.")
-    group.addoption("--qcrypto-bare", action="store_true", default=False,
-                    help="write only the results to standard output and pytest's own "
-                         "output to standard error (what the qcrypto command does).")
-
-
 def parse_output(unit: str | None = None, fmt: str | None = None,
                  plot: str | Sequence[str] | None = None, bare: bool = False) -> Output:
     """Check the output options; :class:`SettingsError` naming the valid choices.
@@ -503,12 +481,12 @@ def _measurement(r: Any) -> Measurement:
     size in ``size / bytes_per_second`` seconds.
     """
     if r.count and r.rounds_s:
-        count, rounds, extra = r.count, tuple(r.rounds_s), {}
+        count, rounds, figure_only = r.count, tuple(r.rounds_s), False
     else:
-        count, rounds, extra = 1, (r.size / r.bytes_per_second,), {FIGURE_ONLY: True}
+        count, rounds, figure_only = 1, (r.size / r.bytes_per_second,), True
     return Measurement(r.algorithm, r.plugin, r.size, r.direction, count, rounds,
                        tuple(r.cpu_s), r.canonical_plugin, r.operation, r.driver, r.hardware,
-                       extra=extra)
+                       figure_only=figure_only)
 
 
 def machine_labels(names: Sequence[str]) -> list[str]:

@@ -92,8 +92,8 @@ from pathlib import Path
 from typing import Any
 
 from pytest_qcrypto import __version__, catalog, registry, settings, strictjson
-from pytest_qcrypto import timeout as limits
-from pytest_qcrypto.harness import KIB, Measurement
+from pytest_qcrypto import limits
+from pytest_qcrypto.harness import KIB, Measurement, WorkerRecord
 
 FORMAT = "pytest-qcrypto results"
 #: The most operations a result may record per round: 2**53, the largest whole number a
@@ -136,12 +136,12 @@ class WorkerResult:
     bytes_per_second: float
 
     @classmethod
-    def from_record(cls, record: Mapping[str, Any], size: int) -> WorkerResult:
-        """From an entry of ``Measurement.extra["workers"]`` (:func:`.jobs.worker_record`)."""
-        rounds = tuple(float(x) for x in record["rounds_s"])
-        return cls(count=int(record["count"]), rounds_s=rounds,
-                   cpu_s=tuple(float(x) for x in record.get("cpu_s", ())),
-                   bytes_per_second=int(record["count"]) * size / statistics.median(rounds))
+    def from_record(cls, record: WorkerRecord, size: int) -> WorkerResult:
+        """From an entry of ``Measurement.workers`` (:func:`.jobs.worker_record`)."""
+        rounds = tuple(float(x) for x in record.rounds_s)
+        return cls(count=int(record.count), rounds_s=rounds,
+                   cpu_s=tuple(float(x) for x in record.cpu_s),
+                   bytes_per_second=int(record.count) * size / statistics.median(rounds))
 
     def to_json(self) -> dict[str, Any]:
         return {"count": self.count, "rounds_s": list(self.rounds_s), "cpu_s": list(self.cpu_s),
@@ -267,10 +267,8 @@ class Result:
         """The saved form of ``m``; ``tries`` are all tries when the gate re-measured,
         ``cpu_wait_share`` the share of its time off the CPU spent waiting for one."""
         every = tuple(t.bytes_per_second for t in tries)
-        jobs = m.extra.get("jobs", 1)
-        records = m.extra.get("workers")
-        workers = tuple(WorkerResult.from_record(w, m.size) for w in records) \
-            if isinstance(records, list) else ()
+        jobs = m.jobs
+        workers = tuple(WorkerResult.from_record(w, m.size) for w in m.workers)
         return cls(algorithm=m.algorithm, plugin=m.plugin, size=m.size, direction=m.direction,
                    bytes_per_second=m.bytes_per_second, count=m.count,
                    rounds_s=tuple(m.rounds_s), cpu_s=tuple(m.cpu_s),

@@ -155,7 +155,7 @@ def test_rounds_still_short_after_two_recalibrations_are_kept_with_a_note():
     assert timing.note == ("rounds of 8.19 ms, under half of min-time 0.1 s, after 2 "
                            "recalibrations (a stall during calibration)")
     m = Measurement("sha256", "fake", 16, "digest", timing.count, timing.rounds_s,
-                    timing.cpu_s, extra={harness.CALIBRATION_NOTE: timing.note})
+                    timing.cpu_s, calibration_note=timing.note)
     from pytest_qcrypto import machine
 
     assert machine.noise(m) == [timing.note]
@@ -296,3 +296,17 @@ def test_matrix_runs_with_a_working_clock(pytester):
     r = pytester.runpytest("--qcrypto-digest", "sha256", "--qcrypto-plugin", "hashlib",
                            "--qcrypto-size", "16", *FAST)
     r.assert_outcomes(passed=1)
+
+
+def test_measurement_has_typed_fields_and_no_dict():
+    """jobs, workers, the calibration note and figure_only are fields of their own (issue 12)."""
+    import dataclasses
+    import typing
+
+    hints = typing.get_type_hints(harness.Measurement)
+    assert not [f.name for f in dataclasses.fields(harness.Measurement)
+                if typing.get_origin(hints[f.name]) is dict or hints[f.name] is dict]
+    assert hints["jobs"] is int and hints["figure_only"] is bool
+    assert hints["workers"] == tuple[harness.WorkerRecord, ...]
+    m = harness.Measurement("sha256", "p", 16, "digest", 1, (1.0,))
+    assert (m.jobs, m.workers, m.calibration_note, m.figure_only) == (1, (), "", False)

@@ -14,7 +14,7 @@ from pathlib import Path
 import pytest
 from hypothesis import HealthCheck, event, given, settings, strategies as st
 
-from pytest_qcrypto import catalog, gate, jobs, render, results, timeout as qtimeout
+from pytest_qcrypto import catalog, gate, jobs, render, results, limits as qtimeout
 from pytest_qcrypto import settings as qsettings
 from pytest_qcrypto.backends import AuthenticationError, Context, CryptoPlugin, Unavailable
 from pytest_qcrypto.bench import Randomness

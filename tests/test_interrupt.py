@@ -179,9 +179,9 @@ SLEEPY_CLOSE = '''
 import hashlib, os, time
 from pathlib import Path
 from pytest_qcrypto.backends import Context, CryptoPlugin
-import pytest_qcrypto.timeout
+import pytest_qcrypto.limits
 
-pytest_qcrypto.timeout.CLOSE_TIMEOUT = 1.0  # 5 s, shortened for the test
+pytest_qcrypto.limits.CLOSE_TIMEOUT = 1.0  # 5 s, shortened for the test
 
 class Sha256(Context):
     def digest(self, data):

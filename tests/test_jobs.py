@@ -9,7 +9,7 @@ from itertools import repeat
 import pytest
 
 from conftest import FAST
-from pytest_qcrypto import jobs, results
+from pytest_qcrypto import jobs, procs, results
 from pytest_qcrypto.harness import KIB, Measurement, TimerError
 from pytest_qcrypto.jobs import JobsError, WorkerRound, aggregate, time_jobs
 
@@ -34,7 +34,7 @@ def test_saved_results_keep_each_worker_exactly(tmp_path):
                [WorkerRound(1000, 100_000_000, 1_250_000_000, 1_100_000_000)]]
     count, windows, cpus = aggregate(workers)
     m = Measurement("sha256", "fake", 1024, "digest", count, windows, cpus,
-                    extra={"jobs": 2, "workers": jobs.worker_record(workers, 1024)})
+                    jobs=2, workers=jobs.worker_record(workers, 1024))
     saved = results.Result.from_measurement(m, "t::x")
     assert saved.bytes_per_second == 2000 * 1024 / 1.25
     assert [(w.count, w.rounds_s, w.cpu_s, w.bytes_per_second) for w in saved.workers] == [
@@ -101,9 +101,9 @@ def test_time_jobs_with_fake_workers():
     assert timing.rounds_s == (131072 * 1200e-9, 131072 * 1200e-9)  # the slowest worker ends last
     assert len(timing.workers) == 3 and all(len(w) == 2 for w in timing.workers)
     record = jobs.worker_record(timing.workers, 64)
-    assert record[0]["kib_per_s"] == [131072 * 64 / (131072 * 1e-6) / KIB] * 2
-    assert record[2]["rounds_s"] == [131072 * 1.2e-6] * 2
-    json.dumps(record)  # saved results take it as is
+    assert record[0].kib_per_s == (131072 * 64 / (131072 * 1e-6) / KIB,) * 2
+    assert record[2].rounds_s == (131072 * 1.2e-6,) * 2
+    json.dumps([results.WorkerResult.from_record(w, 64).to_json() for w in record])  # saved
 
 
 class StalledClock(FakeClock):
@@ -287,9 +287,9 @@ def test_jobs_through_the_qcrypto_fixture(pytester):
     pytester.makepyfile('''
 def test_two_jobs(qcrypto):
     m = qcrypto.open("sha256", "hashlib").measure(256, min_time=0.001, rounds=2)
-    assert m.extra["jobs"] == 2
-    assert len(m.extra["workers"]) == 2
-    assert m.count == sum(w["count"] for w in m.extra["workers"])
+    assert m.jobs == 2
+    assert len(m.workers) == 2
+    assert m.count == sum(w.count for w in m.workers)
     assert len(m.rounds_s) == 2
 ''')
     r = pytester.runpytest("--qcrypto-jobs", "2")
@@ -418,7 +418,7 @@ def test_workers_ask_to_be_killed_with_their_parent():
 def test_a_child_whose_parent_died_before_the_request_exits_at_once():
     pid = os.fork()
     if pid == 0:  # as if forked by a parent that has died since: the pid is not our parent's
-        jobs.die_with_parent(os.getppid() + 1 if os.getppid() != 1 else 2)
+        procs.die_with_parent(os.getppid() + 1 if os.getppid() != 1 else 2)
         os._exit(0)
     _, status = os.waitpid(pid, 0)
     assert os.waitstatus_to_exitcode(status) == 1

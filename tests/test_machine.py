@@ -68,7 +68,7 @@ def test_state_warnings(s, jobs, expected):
 
 
 def measurement(rounds, cpu, **extra):
-    return Measurement("sha256", "fake", 16, "digest", 100, rounds, cpu, extra=extra)
+    return Measurement("sha256", "fake", 16, "digest", 100, rounds, cpu, **extra)
 
 
 @pytest.mark.parametrize("m, expected", [

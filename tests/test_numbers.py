@@ -17,7 +17,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings, strategies as st
 
 from pytest_qcrypto import bench, gate, harness, jobs
-from pytest_qcrypto import settings as qsettings, timeout as qtimeout
+from pytest_qcrypto import settings as qsettings, limits as qtimeout
 from pytest_qcrypto.settings import SettingsError
 
 PROPERTIES = settings(deadline=None, max_examples=150,

@@ -1,5 +1,8 @@
 """Time limits on calls into crypto plugins: a SIGALRM deadline (the child process: isolate.py).
 
+(This module was ``pytest_qcrypto.timeout``; the options themselves are declared in
+:mod:`pytest_qcrypto.options`.)
+
 A crypto plugin can hang: a Python loop that never ends, a ``read`` on a
 socket or pipe that never gets data, an ``ioctl`` on a kernel driver that
 waits for hardware.  ``--qcrypto-timeout SECONDS`` bounds each measurement
@@ -116,20 +119,7 @@ def origin(exc: BaseException) -> str | None:
     return f"{frames[-1].filename}:{frames[-1].lineno} in {frames[-1].name}" if frames else None
 
 
-# -- options -----------------------------------------------------------------------
-
-
-def add_options(group: Any, parser: Any) -> None:
-    """``--qcrypto-timeout`` and ``--qcrypto-isolate`` (called from ``pytest_addoption``)."""
-    group.addoption("--qcrypto-timeout", metavar="SECONDS", default=None,
-                    help=f"fail a measurement (known-answer check and timed rounds) that takes "
-                         f"longer than this and go on with the next item (default "
-                         f"{DEFAULT_TIMEOUT:g}, or more when --qcrypto-min-time x "
-                         f"--qcrypto-rounds needs it; '{OFF}': no limit).")
-    group.addoption("--qcrypto-isolate", action="store_true", default=False,
-                    help="run each measurement in a child process that is killed on timeout: "
-                         "also stops plugins stuck in the kernel or crashing (POSIX only).")
-    parser.addini("qcrypto_timeout", default=None, help="default --qcrypto-timeout, seconds.")
+# -- the options' values ------------------------------------------------------------
 
 
 def needed_seconds(min_time: float, rounds: int) -> float:
