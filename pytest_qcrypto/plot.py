@@ -19,12 +19,12 @@ import html
 import importlib.util
 import io
 import re
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from pytest_qcrypto import files
-from pytest_qcrypto.render import PLOT_SUFFIXES, UNITS, Table
+from pytest_qcrypto.render import PLOT_SUFFIXES, UNITS, Plotter, Table
 from pytest_qcrypto.settings import SettingsError
 
 if TYPE_CHECKING:
@@ -225,3 +225,31 @@ def write(path: str | Path, tables: Sequence[Table], unit: str = "KiB/s",
         data = page.encode("utf-8")
     files.write_atomic(path, data)  # a reader sees the old plot or the whole new one
     return path
+
+
+#: How a problem with the plot starts (:func:`write_plots`).
+PLOT_PROBLEM = "qcrypto: could not write the plot"
+
+
+def write_plots(paths: Iterable[str], tables: Sequence[Table], unit: str = "KiB/s",
+                baseline: Sequence[Table] = (), text: Sequence[str] = ()
+                ) -> tuple[list[str], list[str]]:
+    """:func:`write` each of ``paths``: the problems met (one message per path that could
+    not be written, as a failed ``--qcrypto-save`` says it) and the paths written."""
+    problems: list[str] = []
+    plotted: list[str] = []
+    for path in paths:
+        try:
+            write(path, tables, unit, baseline, text=text)
+        except files.NotARegularFile as exc:  # its text names the path already
+            problems.append(f"{PLOT_PROBLEM}: {exc.strerror}")
+        except (OSError, PlotError) as exc:
+            problems.append(f"{PLOT_PROBLEM} to {path}: {getattr(exc, 'strerror', None) or exc}")
+        else:
+            plotted.append(path)
+    return problems, plotted
+
+
+#: What render and report are given to check and write plots (they never import this module).
+PLOTTER = Plotter(check=check_path, check_writable=check_writable, write=write_plots)
+

@@ -326,16 +326,7 @@ def parse(doc: object, path: Path, canonical: Canonical | None = None) -> Result
                for e in entries]
     plugins = {typed: e if "canonical" in e else {**e, "canonical": name(typed)}
                for typed, e in plugins.items()}
-    first: dict[tuple[tuple[str, str, int, str], str | None], int] = {}
-    for i, r in enumerate(entries):
-        j = first.setdefault((r.key, r.test), i)
-        if j != i:  # which of the two would a comparison use?
-            alg, plugin, size, direction = r.key
-            test = f" of test {r.test}" if r.test else ""
-            typed = entries[j].plugin
-            names = f" (as {typed} and {r.plugin})" if typed != r.plugin else ""
-            raise check.fail(f"results[{i}] repeats results[{j}]: {alg} {plugin} {size} B "
-                             f"{direction}{test} is in the file twice{names}; keep one of them")
+    _check_unique(entries, check)
     huge = strictjson.first_huge(doc)  # in a field no check above reads (machine, ...)
     if huge:
         raise check.fail(f"{huge[0] or 'the document'}: {_show(huge[1])} is out of range: a "
@@ -351,6 +342,20 @@ def parse(doc: object, path: Path, canonical: Canonical | None = None) -> Result
         machine_state=g(doc, "machine_state", "", "an object or null",
                         lambda v: v is None or isinstance(v, dict), None),
         path=path)
+
+
+def _check_unique(entries: list[Result], check: _Checker) -> None:
+    """Refuse a cell given twice for the same test: which would a comparison use?"""
+    first: dict[tuple[tuple[str, str, int, str], str | None], int] = {}
+    for i, r in enumerate(entries):
+        j = first.setdefault((r.key, r.test), i)
+        if j != i:
+            alg, plugin, size, direction = r.key
+            test = f" of test {r.test}" if r.test else ""
+            typed = entries[j].plugin
+            names = f" (as {typed} and {r.plugin})" if typed != r.plugin else ""
+            raise check.fail(f"results[{i}] repeats results[{j}]: {alg} {plugin} {size} B "
+                             f"{direction}{test} is in the file twice{names}; keep one of them")
 
 
 def _canonical_names(canonical: Canonical) -> Canonical:
