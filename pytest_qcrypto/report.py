@@ -35,7 +35,8 @@ def run(files: Sequence[str], unit: str | None = None, fmt: str | None = None,
 
     ``verbose`` puts qcrypto's ``executed N digests of size S bytes in T secs``
     block before each table (qcrypto layout only; cells saved without counts,
-    schema 1, have no line).  ``plotter`` checks and writes the ``plot`` paths.
+    schema 1, have no line).  ``plotter`` checks and writes the ``plot`` paths
+    (``ValueError`` when there are any and no plotter).
 
     Returns 0, 4 for a bad option (a plot path whose directory is missing,
     for one) or an unreadable file (named on standard error), or 1 when the
@@ -44,6 +45,8 @@ def run(files: Sequence[str], unit: str | None = None, fmt: str | None = None,
     out = stdout or sys.stdout
     try:
         output = parse_output(unit, fmt, plot, plotter=plotter)
+        if output.plots and plotter is None:
+            raise ValueError("qcrypto report: plots to write and no plotter: pass plot.PLOTTER")
         if output.plots and plotter is not None:
             for typed in [plot] if isinstance(plot, str) else plot or ():
                 plotter.check_writable(typed)
