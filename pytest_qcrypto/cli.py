@@ -25,12 +25,11 @@ from __future__ import annotations
 import argparse
 import sys
 from collections.abc import Sequence
-from pathlib import Path
 from typing import Any, NoReturn
 
 import pytest
 
-from pytest_qcrypto import catalog, settings
+from pytest_qcrypto import catalog, render, settings
 from pytest_qcrypto.settings import SettingsError
 
 USAGE_ERROR = int(pytest.ExitCode.USAGE_ERROR)
@@ -65,7 +64,8 @@ def build_parser() -> argparse.ArgumentParser:
                     "chosen crypto plugin at each buffer size, and print qcrypto's table.",
         epilog="Any --qcrypto-* option of the pytest plugin passes through, e.g. "
                "--qcrypto-size 16,4096, --qcrypto-min-time 0.5, --qcrypto-rounds 5, "
-               "--qcrypto-decrypt, --qcrypto-unit MB/s, --qcrypto-format openssl|markdown|csv, "
+               "--qcrypto-decrypt, --qcrypto-unit MB/s, --qcrypto-format "
+               f"{'|'.join(f for f in render.FORMATS if f != render.DEFAULT_FORMAT)}, "
                "--qcrypto-plot speed.png, --qcrypto-save results.json, --qcrypto-compare "
                "base.json (see pytest --help).")
     which = speed.add_mutually_exclusive_group()
@@ -90,8 +90,7 @@ def build_parser() -> argparse.ArgumentParser:
                     "runs, into one table per algorithm with a row per machine and plugin.")
     report.add_argument("files", metavar="FILE", nargs="+", help="a results file (JSON)")
     report.add_argument("--qcrypto-unit", metavar="UNIT", help="unit of the cells (see speed)")
-    report.add_argument("--qcrypto-format", metavar="FORMAT",
-                        help="qcrypto, openssl, markdown or csv")
+    report.add_argument("--qcrypto-format", metavar="FORMAT", help=render.format_names())
     report.add_argument("--qcrypto-plot", metavar="PATH", action="append",
                         help="also plot to .png, .svg or .html (repeatable: every PATH)")
     report.add_argument("-v", "--verbose", action="store_true",
@@ -208,47 +207,10 @@ def joined(extra: Sequence[str]) -> list[str]:
 def report(files: Sequence[str], unit: str | None = None, fmt: str | None = None,
            plot: str | Sequence[str] | None = None, stdout: Any = None,
            verbose: bool = False) -> int:
-    """``qcrypto report``: print saved results joined into one table per algorithm.
+    """``qcrypto report``: :func:`pytest_qcrypto.report.run`, which plots with matplotlib."""
+    from pytest_qcrypto import plot as plotting, report as joining
 
-    ``verbose`` puts qcrypto's ``executed N digests of size S bytes in T secs``
-    block before each table (qcrypto format only; cells saved without counts,
-    schema 1, have no line).
-
-    Returns 0, 4 for a bad option (a plot path whose directory is missing,
-    for one) or an unreadable file (named on standard error), or 1 when the
-    plot or the step summary still cannot be written after the tables.
-    """
-    from pytest_qcrypto import render, results
-
-    out = stdout or sys.stdout
-    try:
-        output = render.parse_output(unit, fmt, plot)
-        if output.plots:
-            from pytest_qcrypto import plot as plotting
-
-            for typed in [plot] if isinstance(plot, str) else plot or ():
-                plotting.check_writable(typed)
-        loaded = [results.load(Path(f)) for f in files]
-        for f, doc in zip(files, loaded):
-            if not doc.results:
-                raise SettingsError(f"qcrypto report: {f}: no results (the run that wrote it "
-                                    "measured nothing); leave it out or save a run that did")
-    except (SettingsError, results.ResultsError) as exc:
-        sys.stderr.write(f"ERROR: {exc}\n")
-        return USAGE_ERROR
-    tables, legend = render.joined_tables(loaded, [str(f) for f in files])
-    lines = render.format_lines(tables, output.format, output.unit, verbose)
-    if output.format != "csv" and legend:
-        lines += [""] + (render.markdown_legend(legend) if output.format == "markdown"
-                         else legend)
-    out.write("".join(f"{line}\n" for line in lines))
-    out.flush()
-    problems, plotted = render.write_files(tables, output, text=lines)
-    for problem in problems:
-        sys.stderr.write(f"ERROR: {problem}\n")
-    for path in plotted:
-        sys.stderr.write(f"qcrypto: plot written to {path}\n")  # stdout: tables only
-    return 1 if problems else 0
+    return joining.run(files, unit, fmt, plot, stdout, verbose, plotter=plotting.PLOTTER)
 
 
 if __name__ == "__main__":

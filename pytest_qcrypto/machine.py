@@ -8,15 +8,20 @@ says when one measurement is noisy: its rounds stayed under half of min-time
 (a stall during calibration), its rounds spread more than 10%, or its
 CPU time is far below its wall time (the machine was busy, or the work ran
 off the CPU on a hardware engine).  :func:`summary_lines` is what the pytest
-plugin prints under the tables.
+plugin prints under the tables.  :func:`fingerprint` is what identifies the machine
+for comparing speed (saved with results), :func:`machine_differences` what differs
+from a baseline's.
 """
 
 from __future__ import annotations
 
 import os
-from collections.abc import Sequence
+import platform
+import sys
+from collections.abc import Mapping, Sequence
 from dataclasses import asdict, dataclass
 from pathlib import Path
+from typing import Any
 
 from pytest_qcrypto.harness import Measurement
 
@@ -171,3 +176,88 @@ def worker_lines(m: Measurement) -> list[str]:
 
 def _on_off(flag: bool | None) -> str:
     return "not exposed" if flag is None else ("on" if flag else "off")
+
+
+# -- the machine fingerprint (saved with results, compared with a baseline's) ---------------
+
+#: CPU flags that change crypto speed (``/proc/cpuinfo``), x86: AES-NI, carry-less
+#: multiply (GHASH), SHA extensions, the vector units that OpenSSL's AES-GCM,
+#: ChaCha20 and SHA code paths select at run time.
+X86_CRYPTO_FLAGS = frozenset({
+    "aes", "pclmulqdq", "vpclmulqdq", "vaes", "sha_ni", "ssse3", "sse4_1", "sse4_2", "avx",
+    "avx2", "avx512f", "avx512bw", "avx512vl", "avx512ifma", "bmi2", "adx", "gfni"})
+#: The same for Arm (the ``Features`` line): the ARMv8 crypto extensions and vector units.
+ARM_CRYPTO_FLAGS = frozenset({
+    "aes", "pmull", "sha1", "sha2", "sha3", "sha512", "sm3", "sm4", "asimd", "neon", "sve",
+    "sve2"})
+
+
+def _cpuinfo(text: str) -> dict[str, str]:
+    """The first processor block of ``/proc/cpuinfo`` as a dict (keys lower case)."""
+    fields: dict[str, str] = {}
+    for line in text.splitlines():
+        key, sep, value = line.partition(":")
+        key = key.strip().lower()
+        if sep and key and key not in fields:
+            fields[key] = value.strip()
+    return fields
+
+
+def fingerprint(cpuinfo: str | None = None) -> dict[str, Any]:
+    """What identifies this machine for comparing speed, without volatile values.
+
+    Keys: ``cpu_model`` (str), ``cpu_flags`` (sorted crypto-relevant flags,
+    :data:`X86_CRYPTO_FLAGS` / :data:`ARM_CRYPTO_FLAGS`), ``architecture``,
+    ``cores`` (logical CPUs), ``os``, ``kernel`` (release), ``libc``,
+    ``python`` (implementation and version).  Current clock speed, BogoMIPS,
+    the host name and load are left out: they change between identical runs.
+    ``cpuinfo`` is the text of ``/proc/cpuinfo`` (read when None; absent
+    outside Linux, where the model comes from :func:`platform.processor`).
+    """
+    if cpuinfo is None:
+        try:
+            cpuinfo = Path("/proc/cpuinfo").read_text(encoding="utf-8", errors="replace")
+        except OSError:
+            cpuinfo = ""
+    info = _cpuinfo(cpuinfo)
+    model = info.get("model name") or info.get("hardware") or info.get("cpu model") or ""
+    if not model and "cpu implementer" in info:  # Arm: implementer and part numbers
+        model = f"implementer {info['cpu implementer']} part {info.get('cpu part', '?')}"
+    model = " ".join(model.split()) or platform.processor() or "unknown"
+    flags = set((info.get("flags") or "").split())
+    crypto = (flags & X86_CRYPTO_FLAGS) | (set((info.get("features") or "").split())
+                                           & ARM_CRYPTO_FLAGS)
+    libc, libc_version = platform.libc_ver()
+    return {
+        "cpu_model": model,
+        "cpu_flags": sorted(crypto),
+        "architecture": platform.machine() or "unknown",
+        "cores": os.cpu_count() or 0,
+        "os": platform.system() or sys.platform,
+        "kernel": platform.release(),
+        "libc": f"{libc} {libc_version}".strip() or "unknown",
+        "python": f"{platform.python_implementation()} {platform.python_version()}",
+    }
+
+
+def machine_differences(baseline: Mapping[str, Any], current: Mapping[str, Any]) -> list[str]:
+    """One line per fingerprint field that differs: ``cores: 2 (baseline) vs 8 (now)``.
+
+    CPU flags are listed as those only the baseline had and those only this
+    machine has.  A field the baseline does not record is not a difference.
+    """
+    out: list[str] = []
+    for key, now in current.items():
+        if key not in baseline or baseline[key] == now:
+            continue
+        then = baseline[key]
+        if key == "cpu_flags" and isinstance(then, list) and isinstance(now, list):
+            gone = sorted(set(then) - set(now))
+            new = sorted(set(now) - set(then))
+            parts = ([f"baseline only: {' '.join(gone)}"] if gone else []) + \
+                    ([f"this machine only: {' '.join(new)}"] if new else [])
+            if parts:
+                out.append(f"cpu_flags: {'; '.join(parts)}")
+        else:
+            out.append(f"{key}: {then!r} (baseline) vs {now!r} (now)")
+    return out

@@ -88,10 +88,7 @@ def _unit_help() -> str:
 
 
 def _format_help() -> str:
-    first, *others = render.FORMATS
-    return (f"layout of the results: {first} (default), {_choices(others)}.  openssl is "
-            "openssl speed's table, 1000s of bytes per second (no --qcrypto-unit with it); "
-            "markdown suits a CI job summary.")
+    return render.format_help()  # every registered layout, with its help
 
 
 def _plot_help() -> str:

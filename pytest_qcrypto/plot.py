@@ -19,12 +19,12 @@ import html
 import importlib.util
 import io
 import re
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from pytest_qcrypto import results
-from pytest_qcrypto.render import PLOT_SUFFIXES, UNITS, Table
+from pytest_qcrypto import files
+from pytest_qcrypto.render import PLOT_SUFFIXES, UNITS, Plotter, Table
 from pytest_qcrypto.settings import SettingsError
 
 if TYPE_CHECKING:
@@ -80,11 +80,11 @@ def check_writable(path: str) -> None:
     """Raise :class:`SettingsError` unless a file can be written at ``path`` (as typed).
 
     Checked before a run starts, as for ``--qcrypto-save``
-    (:func:`.results.check_writable`, which creates and removes a probe file):
+    (:func:`.files.check_writable`, which creates and removes a probe file):
     not an existing directory or other non-regular file, in a directory that
     exists (none is created: a mistyped one would be) and takes a new file.
     """
-    problem = _file_as_directory(Path(path)) or results.check_writable(Path(path))
+    problem = _file_as_directory(Path(path)) or files.check_writable(Path(path))
     if problem:
         raise SettingsError(f"--qcrypto-plot: cannot write {path}: {problem}")
 
@@ -207,7 +207,7 @@ def write(path: str | Path, tables: Sequence[Table], unit: str = "KiB/s",
 
     The directory must exist.  ``text`` lines are shown under the plots of an
     HTML page.  The whole file is drawn in memory, then written atomically
-    (:func:`pytest_qcrypto.results.write_atomic`): never a half-written plot.
+    (:func:`pytest_qcrypto.files.write_atomic`): never a half-written plot.
     Raises :class:`PlotError` (no matplotlib, nothing to plot, unknown
     suffix) or ``OSError``.
     """
@@ -223,5 +223,33 @@ def write(path: str | Path, tables: Sequence[Table], unit: str = "KiB/s",
     else:
         page = svg_text(fig) if suffix == ".svg" else html_page(fig, text=text)
         data = page.encode("utf-8")
-    results.write_atomic(path, data)  # a reader sees the old plot or the whole new one
+    files.write_atomic(path, data)  # a reader sees the old plot or the whole new one
     return path
+
+
+#: How a problem with the plot starts (:func:`write_plots`).
+PLOT_PROBLEM = "qcrypto: could not write the plot"
+
+
+def write_plots(paths: Iterable[str], tables: Sequence[Table], unit: str = "KiB/s",
+                baseline: Sequence[Table] = (), text: Sequence[str] = ()
+                ) -> tuple[list[str], list[str]]:
+    """:func:`write` each of ``paths``: the problems met (one message per path that could
+    not be written, as a failed ``--qcrypto-save`` says it) and the paths written."""
+    problems: list[str] = []
+    plotted: list[str] = []
+    for path in paths:
+        try:
+            write(path, tables, unit, baseline, text=text)
+        except files.NotARegularFile as exc:  # its text names the path already
+            problems.append(f"{PLOT_PROBLEM}: {exc.strerror}")
+        except (OSError, PlotError) as exc:
+            problems.append(f"{PLOT_PROBLEM} to {path}: {getattr(exc, 'strerror', None) or exc}")
+        else:
+            plotted.append(path)
+    return problems, plotted
+
+
+#: What render and report are given to check and write plots (they never import this module).
+PLOTTER = Plotter(check=check_path, check_writable=check_writable, write=write_plots)
+

@@ -211,9 +211,10 @@ class QcryptoRun:
     @cached_property
     def output(self) -> Any:
         """The checked ``--qcrypto-unit``, ``-format``, ``-plot`` and ``-bare`` (render.Output)."""
+        from pytest_qcrypto.plot import PLOTTER
         from pytest_qcrypto.render import output_of
 
-        return output_of(self.config.getoption)
+        return output_of(self.config.getoption, PLOTTER)
 
     @cached_property
     def rng(self) -> Randomness:
@@ -453,7 +454,9 @@ class QcryptoRun:
             output = replace(output, plots=())
         if not self.cells and not gate_lines:
             return
-        from pytest_qcrypto.render import baseline_tables, write_summary
+        from pytest_qcrypto.plot import PLOTTER
+        from pytest_qcrypto.render import write_summary
+        from pytest_qcrypto.report import baseline_tables
 
         verbose = self.config.getoption("verbose") > 0
         # the tables in the chosen format, each with its change against the baseline;
@@ -461,7 +464,7 @@ class QcryptoRun:
         # the run as a failed --qcrypto-save does
         problems = write_summary(terminalreporter, self.tables(), output, verbose,
                                  after_table=self.gate.table_lines,
-                                 baseline=baseline_tables(self.gate.baseline))
+                                 baseline=baseline_tables(self.gate.baseline), plotter=PLOTTER)
         if problems and self.session is not None and self.session.exitstatus in (
                 pytest.ExitCode.OK, pytest.ExitCode.NO_TESTS_COLLECTED):
             self.session.exitstatus = pytest.ExitCode.TESTS_FAILED

@@ -14,7 +14,7 @@ import re
 import pytest
 from hypothesis import given, strategies as st
 
-from pytest_qcrypto import cli, gate, harness, registry, render, results
+from pytest_qcrypto import cli, gate, harness, registry, render, report, results
 from pytest_qcrypto import settings as qsettings
 from pytest_qcrypto.harness import Measurement
 from pytest_qcrypto.results import Result, ResultsError, ResultsFile
@@ -148,7 +148,7 @@ def test_what_loads_is_usable_downstream(tmp_path_factory, numbers, number_lists
         if r.count and r.rounds_s:
             figures += [r.count * r.size / min(r.rounds_s)]
         assert all(math.isfinite(f) for f in figures), (r, figures)
-    tables, _ = render.joined_tables([loaded], [str(path)])
+    tables, _ = report.joined_tables([loaded], [str(path)])
     render.format_lines(tables)
 
 

@@ -293,7 +293,7 @@ def test_a_full_disk_at_the_end_exits_1_and_keeps_the_old_plot(pytester, monkeyp
         raise OSError(28, "No space left on device")
 
     (pytester.path / "out.svg").write_text("the old plot")
-    monkeypatch.setattr(plot.results.os, "fsync", full)  # the disk fills while writing
+    monkeypatch.setattr(plot.files.os, "fsync", full)  # the disk fills while writing
     r = pytester.runpytest(*RUN, "--qcrypto-plot", "out.svg")
     assert r.ret == pytest.ExitCode.TESTS_FAILED
     assert (f"ERROR: qcrypto: could not write the plot to {pytester.path / 'out.svg'}: "
@@ -335,7 +335,7 @@ def test_report_plot_that_fails_at_the_end_exits_1(pytester, monkeypatch, capsys
     def full(fd):
         raise OSError(28, "No space left on device")
 
-    monkeypatch.setattr(plot.results.os, "fsync", full)  # the disk fills while writing
+    monkeypatch.setattr(plot.files.os, "fsync", full)  # the disk fills while writing
     where = pytester.path / "report.png"
     assert cli.main(["report", str(pytester.path / "one.json"), f"--qcrypto-plot={where}"]) == 1
     out, err = capsys.readouterr()

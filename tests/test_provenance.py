@@ -14,7 +14,7 @@ import sys
 import pytest
 
 from conftest import FAST
-from pytest_qcrypto import catalog, render, results
+from pytest_qcrypto import catalog, report, results
 from pytest_qcrypto.backends import (
     CryptoPlugin,
     Workload,
@@ -239,9 +239,9 @@ def test_legend_names_implementations_that_differ_between_files():
     b = _file("b.json", {"sha256": "OpenSSL 3.0.19", "blake2b512": "OpenSSL 3.5.1",
                          "blake2s256": "OpenSSL 3.5.1"})
     old = _file("old.json", None)  # written before implementations were recorded
-    _, legend = render.joined_tables([a, b, old], ["a.json", "b.json", "old.json"])
+    _, legend = report.joined_tables([a, b, old], ["a.json", "b.json", "old.json"])
     assert legend[-2:] == [
         "differences:",
         f"  hashlib blake2b512, blake2s256: a={BLAKE2}, b=OpenSSL 3.5.1"]
-    _, legend = render.joined_tables([a, old], ["a.json", "old.json"])
+    _, legend = report.joined_tables([a, old], ["a.json", "old.json"])
     assert legend[-1] == "same fingerprint, plugin versions and settings on every machine"

@@ -5,7 +5,7 @@ import os
 
 import pytest
 
-from pytest_qcrypto import render
+from pytest_qcrypto import render, report as joining
 from pytest_qcrypto.harness import Measurement
 from pytest_qcrypto.render import (FAILED, SKIPPED, UNITS, Cell, Output, Table, csv_lines,
                                    format_lines, markdown_lines, openssl_lines, parse_output,
@@ -267,7 +267,7 @@ def test_joined_tables_have_a_row_per_machine_and_plugin():
     b = results_file("runs/b.json", 8, ["aes", "sha_ni"], "OpenSSL 3.4",
                      Result("sha256", "openssl", 16, "digest", 1_024_000.0),  # schema 1 style
                      Result("sha256", "openssl", 16384, "digest", 32_768_000.0, 2000, (1.0,)))
-    tables, legend = render.joined_tables([a, b], ["runs/a.json", "runs/b.json"])
+    tables, legend = joining.joined_tables([a, b], ["runs/a.json", "runs/b.json"])
     assert len(tables) == 1
     assert table_lines(tables[0]) == [
         "Benchmark results for 'sha256' digest (KiB/s):",
@@ -299,7 +299,7 @@ def test_same_machine_twice_says_so():
     r = Result("sha256", "openssl", 16, "digest", 1_024_000.0)
     a = results_file("x/run.json", 2, ["aes"], "OpenSSL 3.0", r)
     b = results_file("y/run.json", 2, ["aes"], "OpenSSL 3.0", r)
-    tables, legend = render.joined_tables([a, b], ["x/run.json", "y/run.json"])
+    tables, legend = joining.joined_tables([a, b], ["x/run.json", "y/run.json"])
     assert tables[0].plugins == ("x/run.json/openssl", "y/run.json/openssl")
     assert legend[-1] == "same fingerprint, plugin versions and settings on every machine"
 
@@ -314,7 +314,7 @@ def test_jobs_get_a_row_of_their_own_and_settings_differences_are_named():
     a.settings, b.settings, j.settings = ({"min_time_s": 0.1, "rounds": 3},
                                           {"min_time_s": 0.5, "rounds": 3},
                                           {"min_time_s": 0.1, "rounds": 3})
-    tables, legend = render.joined_tables([a, b, j], ["x/run.json", "y/run.json", "j2.json"])
+    tables, legend = joining.joined_tables([a, b, j], ["x/run.json", "y/run.json", "j2.json"])
     assert table_lines(tables[0]) == [
         "Benchmark results for 'sha256' digest (KiB/s):",
         "plugin                  16     64",
@@ -331,6 +331,6 @@ def test_jobs_get_a_row_of_their_own_and_settings_differences_are_named():
 
 
 def test_machine_labels_are_unique():
-    assert render.machine_labels(["a.json", "b.json", "dir/c"]) == ["a", "b", "c"]
-    assert render.machine_labels(["x/a.json", "y/a.json"]) == ["x/a.json", "y/a.json"]
-    assert render.machine_labels(["a.json", "a.json"]) == ["a.json", "a.json#2"]
+    assert joining.machine_labels(["a.json", "b.json", "dir/c"]) == ["a", "b", "c"]
+    assert joining.machine_labels(["x/a.json", "y/a.json"]) == ["x/a.json", "y/a.json"]
+    assert joining.machine_labels(["a.json", "a.json"]) == ["a.json", "a.json#2"]

@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from pytest_qcrypto import results
+from pytest_qcrypto import files, results
 from pytest_qcrypto.harness import Measurement
 from pytest_qcrypto.results import Result, ResultsError, ResultsFile
 
@@ -475,7 +475,7 @@ def test_a_directory_where_no_file_can_be_made_is_refused(tmp_path, monkeypatch)
     def refused(*args, **kwargs):
         raise FileNotFoundError(2, "No such file or directory")
 
-    monkeypatch.setattr(results.tempfile, "mkstemp", refused)
+    monkeypatch.setattr(files.tempfile, "mkstemp", refused)
     assert results.check_writable(tmp_path / "r.json") == \
         f"cannot create a file in directory {tmp_path}: No such file or directory"
 

@@ -1,0 +1,271 @@
+"""The layouts of the results: each a registered function from figures to lines of text.
+
+A layout receives a :class:`Figures` (the tables, the unit, the verbose flag,
+the change grid of each table and the notes of a joined report) and returns
+the lines to print.  Registering one is all it takes to add a
+``--qcrypto-format`` choice (with its help text) and a ``qcrypto report``
+format::
+
+    @layout("tsv", "(tab-separated values)")
+    def tsv(figures: Figures) -> list[str]:
+        return ["\t".join(...) for table in figures.tables ...]
+
+Built in, in this order (the first is the default): ``qcrypto`` (QNX
+qcrypto's KiB/s tables, the verbose block and the change grids under them),
+``openssl`` (the layout of ``openssl speed``), ``markdown`` (for a CI job
+summary) and ``csv``.  Nothing here imports pytest.
+"""
+
+from __future__ import annotations
+
+import csv
+import io
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field
+from itertools import groupby
+
+from pytest_qcrypto.tables import (DEFAULT_UNIT, MARKERS, SKIPPED, UNITS, Cell, Changes, Table,
+                                   cell_text, change_lines, header, notes, status_reason,
+                                   table_lines, verbose_block)
+
+
+@dataclass(frozen=True)
+class Figures:
+    """What a layout draws.
+
+    ``tables`` in order; ``unit`` a :data:`.tables.UNITS` name; ``verbose``
+    asks for per-cell counts and seconds where the layout has them;
+    ``changes`` maps a table's :attr:`~.tables.Table.key` to its change
+    against a baseline (:class:`.tables.Changes`, or lines already drawn);
+    ``notes`` are lines after all tables (the machines of a joined report).
+    """
+
+    tables: Sequence[Table]
+    unit: str = DEFAULT_UNIT
+    verbose: bool = False
+    changes: Mapping[tuple[str, str], Changes | Sequence[str]] = field(default_factory=dict)
+    notes: Sequence[str] = ()
+
+    def changes_under(self, table: Table) -> list[str]:
+        """The change grid of ``table`` as lines (none without a baseline)."""
+        return change_lines(self.changes.get(table.key))
+
+
+@dataclass(frozen=True)
+class Layout:
+    """A registered layout: its ``--qcrypto-format`` name, help and drawing function.
+
+    ``help`` follows the name in ``--qcrypto-format``'s help (``(for a CI job
+    summary)``).  ``unit`` fixes the unit (with ``unit_why``, said when
+    ``--qcrypto-unit`` is given too).  ``draws_changes``: the layout puts the
+    change grids under its tables; for the others they are shown on the
+    terminal after all tables.
+    """
+
+    name: str
+    draw: Callable[[Figures], list[str]]
+    help: str = ""
+    unit: str | None = None
+    unit_why: str = ""
+    draws_changes: bool = False
+
+
+#: Every layout by name, in registration order; the first is the default.
+LAYOUTS: dict[str, Layout] = {}
+
+
+def layout(name: str, help: str = "", *, unit: str | None = None, unit_why: str = "",
+           draws_changes: bool = False) -> Callable[[Callable[[Figures], list[str]]],
+                                                    Callable[[Figures], list[str]]]:
+    """Register the decorated function as the layout ``name`` (see :class:`Layout`).
+
+    Raises ``ValueError`` for a name already registered or not a plain word.
+    """
+    if not name or not name.replace("-", "").isalnum() or name in LAYOUTS:
+        raise ValueError(f"layout {name!r}: give a new name of letters, digits and '-'")
+
+    def register(draw: Callable[[Figures], list[str]]) -> Callable[[Figures], list[str]]:
+        LAYOUTS[name] = Layout(name, draw, help, unit, unit_why, draws_changes)
+        return draw
+
+    return register
+
+
+def plain_notes(figures: Figures) -> list[str]:
+    """The notes after a blank line, as they are (none without notes)."""
+    return [""] + list(figures.notes) if figures.notes else []
+
+
+# -- qcrypto -------------------------------------------------------------------------------------
+
+def report(tables: Sequence[Table], verbose: bool, unit: str = "KiB/s") -> list[str]:
+    """Every table (each preceded by its verbose block when ``verbose``), blank-line separated."""
+    lines: list[str] = []
+    for table in tables:
+        if verbose:
+            lines.extend(verbose_block(table))
+            lines.append("")
+        lines.extend(table_lines(table, unit))
+        lines.append("")
+    return lines[:-1] if lines else lines
+
+
+@layout("qcrypto", draws_changes=True)
+def qcrypto_layout(figures: Figures) -> list[str]:
+    """QNX qcrypto's tables (:func:`report`), each followed by its change grid."""
+    lines: list[str] = []
+    for i, table in enumerate(figures.tables):
+        lines += (([""] if i else []) + report([table], figures.verbose, figures.unit)
+                  + figures.changes_under(table))
+    return lines + plain_notes(figures)
+
+
+# -- openssl -------------------------------------------------------------------------------------
+
+
+#: The sentence ``openssl speed`` prints above its table.
+OPENSSL_SENTENCE = "The 'numbers' are in 1000s of bytes per second processed."
+
+
+def _openssl_label(table: Table, plugin: str, with_plugin: bool) -> str:
+    label = table.algorithm + ("-decrypt" if table.direction == "decrypt" else "")
+    return f"{label}[{plugin}]" if with_plugin else label
+
+
+def _openssl_cell(cell: Cell | None) -> str:
+    """openssl speed's cell: 1000s of bytes with a ``k`` above 10000 bytes/s, else bytes."""
+    if cell is None or cell.measurement is None:
+        marker = MARKERS[SKIPPED] if cell is None else MARKERS.get(cell.status, "?")
+        return f" {marker:>11} "
+    bps = cell.measurement.bytes_per_second
+    return f" {bps / 1000:11.2f}k" if bps > 10000 else f" {bps:11.2f} "
+
+
+def openssl_lines(tables: Sequence[Table]) -> list[str]:
+    """The layout of ``openssl speed``'s summary, in 1000s of bytes per second.
+
+    Its sentence, then for each run of tables with the same sizes a ``type``
+    line (``%7d bytes`` per size) and one row per algorithm and plugin: the
+    label left-aligned in 13 columns (wider when a label needs it), each cell
+    `` %11.2fk``.  Rows are labelled by algorithm (``-decrypt`` appended for
+    decryption), with ``[plugin]`` when the tables hold more than one plugin.
+    Marker notes, naming rows by these labels, follow each run of tables.
+    """
+    with_plugin = len({p for t in tables for p in t.plugins}) > 1
+    lines = [OPENSSL_SENTENCE]
+    for sizes, group in groupby(tables, key=lambda t: t.sizes):
+        block = list(group)
+        rows = [(_openssl_label(t, p, with_plugin), t, p) for t in block for p in t.plugins]
+        label_w = max([13, *(len(label) + 1 for label, _, _ in rows)])
+        lines.append("type".ljust(label_w - 1) + "".join(f"{s:7d} bytes" for s in sizes))
+        for label, t, p in rows:
+            lines.append(label.ljust(label_w)
+                         + "".join(_openssl_cell(t.cells.get((p, s))) for s in sizes))
+        for t in block:  # the notes name rows by their labels here
+            labels = {p: _openssl_label(t, p, with_plugin) for p in t.plugins}
+            lines.extend(notes(Table(t.algorithm, t.kind, t.direction, tuple(labels.values()),
+                                     t.sizes, {(labels[p], s): c for (p, s), c in t.cells.items()
+                                               if p in labels})))
+    return lines
+
+
+@layout("openssl", "(openssl speed's table, 1000s of bytes per second; no --qcrypto-unit "
+        "with it)", unit="kB/s", unit_why="1000s of bytes per second, as openssl speed prints")
+def openssl_layout(figures: Figures) -> list[str]:
+    return openssl_lines(figures.tables) + plain_notes(figures)
+
+
+# -- markdown ------------------------------------------------------------------------------------
+
+def _md(text: str) -> str:
+    return text.replace("|", "\\|")
+
+
+def _md_note(note: str) -> str:
+    """A note line as a list item, its marker (``-``, ``x``) in code so it is not a bullet."""
+    marker, _, rest = note.strip().partition(" ")
+    if marker in MARKERS.values():
+        return f"`{marker}` {_md(rest)}"
+    return _md(note.strip())
+
+
+def markdown_lines(tables: Sequence[Table], unit: str = DEFAULT_UNIT) -> list[str]:
+    """Each table as a GitHub-flavoured markdown heading, table and list of notes."""
+    lines: list[str] = []
+    for t in tables:
+        lines += [f"### {header(t, unit).removesuffix(':')}", "",
+                  "| plugin | " + " | ".join(str(s) for s in t.sizes) + " |",
+                  "| :--- |" + " ---: |" * len(t.sizes)]
+        for p in t.plugins:
+            cells = [cell_text(t.cells.get((p, s)), unit) for s in t.sizes]
+            lines.append(f"| {_md(p)} | " + " | ".join(cells) + " |")
+        extra = notes(t)
+        if extra:
+            lines.append("")
+            lines.extend(f"- {_md_note(n)}" for n in extra)
+        lines.append("")
+    return lines[:-1]
+
+
+def markdown_legend(lines: Sequence[str]) -> list[str]:
+    """Notes (a joined report's legend) as markdown: headings bold, entries a list."""
+    out: list[str] = []
+    for line in lines:
+        if line.startswith("  "):
+            out.append(f"- {_md(line.strip())}")
+        else:
+            out += ["", f"**{_md(line.rstrip(':'))}**", ""]
+    return out[1:] if out and out[0] == "" else out
+
+
+@layout("markdown", "(for a CI job summary)")
+def markdown_layout(figures: Figures) -> list[str]:
+    lines = markdown_lines(figures.tables, figures.unit)
+    return lines + ([""] + markdown_legend(figures.notes) if figures.notes else [])
+
+
+# -- csv -----------------------------------------------------------------------------------------
+
+CSV_COLUMNS = ("algorithm", "direction", "plugin", "size", "unit", "value", "count",
+               "seconds", "status", "reason")
+
+
+def csv_lines(tables: Sequence[Table], unit: str = DEFAULT_UNIT) -> list[str]:
+    """One header line, then one line per cell in table order.
+
+    ``value`` is the cell in ``unit`` with two decimals, ``count`` the
+    operations per round and ``seconds`` the median round's wall time; cells
+    without a figure have ``status`` skipped or failed and their reason.
+    Tables joined across machines get a ``machine`` column before ``plugin``.
+    """
+    by_machine = any(t.machines for t in tables)
+    columns = list(CSV_COLUMNS)
+    if by_machine:
+        columns.insert(columns.index("plugin"), "machine")
+    buf = io.StringIO()
+    out = csv.writer(buf, lineterminator="\n")
+    out.writerow(columns)
+    for t in tables:
+        for p in t.plugins:
+            for s in t.sizes:
+                cell = t.cells.get((p, s))
+                m = cell.measurement if cell is not None else None
+                status, reason = status_reason(cell, t)
+                row: list[object] = [t.algorithm, t.direction, p, s, unit]
+                if m is not None:
+                    row += [f"{UNITS[unit].of(m):.2f}", m.count, f"{m.median_s:.9f}", "ok", ""]
+                else:
+                    row += ["", "", "", status, reason]
+                if by_machine:  # the row label less its machine: the same for every cell
+                    machine = t.machines.get(p, "")
+                    row.insert(columns.index("machine"), machine)
+                    row[columns.index("plugin")] = p.removeprefix(f"{machine}/")
+                out.writerow(row)
+    return buf.getvalue().splitlines()
+
+
+@layout("csv")
+def csv_layout(figures: Figures) -> list[str]:
+    """One line per cell (:func:`csv_lines`); no notes: every line is a record."""
+    return csv_lines(figures.tables, figures.unit)
+

@@ -1,0 +1,224 @@
+"""The table model: qcrypto's KiB/s tables as data, their notes, and the change grid.
+
+A :class:`Table` is the results of one algorithm in one direction: a row per
+plugin (as typed, or ``MACHINE/PLUGIN`` in a joined report), a column per
+buffer size, a :class:`Cell` at each.  Cells are the median round's
+``count * size / seconds / 1024`` (KiB/s) with two decimals, or another
+:data:`UNITS` entry.  The label column is one wider than the longest plugin
+name; every number column is two wider than the widest cell of the table.  A
+cell that was not measured shows a marker from :data:`MARKERS`, explained
+under the table (:func:`notes`).  :class:`Changes` is the grid drawn under a
+table in compare mode (:func:`change_lines`).  The layouts that turn tables
+into text are in :mod:`pytest_qcrypto.layouts`.  Nothing here imports pytest.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field
+
+from pytest_qcrypto.harness import Measurement
+
+SKIPPED, FAILED = "skipped", "failed"
+#: Short markers for cells without a figure.
+MARKERS = {SKIPPED: "-", FAILED: "x"}
+
+
+@dataclass(frozen=True)
+class Unit:
+    """A unit of table cells: its name, the header's wording, and the conversion.
+
+    ``of(m)`` is the median round of a :class:`Measurement` in this unit.
+    ``faster_is_higher`` is False for times per operation (``ns/op``).
+    """
+
+    name: str
+    label: str
+    of: Callable[[Measurement], float]
+    faster_is_higher: bool = True
+
+
+#: ``--qcrypto-unit`` choices.  KiB and MiB are 1024-based (qcrypto's unit);
+#: kB and MB are 1000-based, as OpenSSL's "k", and their headers say so.
+#: One operation is one buffer of the column's size.
+UNITS: dict[str, Unit] = {u.name: u for u in (
+    Unit("KiB/s", "KiB/s", lambda m: m.kib_per_s),
+    Unit("MiB/s", "MiB/s", lambda m: m.bytes_per_second / (1024 * 1024)),
+    Unit("kB/s", "kB/s, 1 kB = 1000 bytes", lambda m: m.bytes_per_second / 1000),
+    Unit("MB/s", "MB/s, 1 MB = 1000000 bytes", lambda m: m.bytes_per_second / 1_000_000),
+    Unit("ops/s", "ops/s", lambda m: m.count / m.median_s),
+    Unit("ns/op", "ns/op", lambda m: m.median_s / m.count * 1e9, faster_is_higher=False),
+)}
+DEFAULT_UNIT = "KiB/s"
+
+
+@dataclass(frozen=True)
+class Cell:
+    """One table cell: a measurement, or a skipped / failed marker with its reason."""
+
+    measurement: Measurement | None = None
+    status: str = ""
+    reason: str = ""
+
+
+@dataclass(frozen=True)
+class Table:
+    """The results of one algorithm in one direction: rows = plugins (as typed), columns = sizes."""
+
+    algorithm: str
+    kind: str  # "digest" or "cipher", the word of the header
+    direction: str  # "digest", "encrypt" or "decrypt"
+    plugins: tuple[str, ...]
+    sizes: tuple[int, ...]
+    cells: dict[tuple[str, int], Cell]
+    #: Row label -> machine, for tables joined across machines (``qcrypto report``).
+    machines: Mapping[str, str] = field(default_factory=dict)
+
+    @property
+    def key(self) -> tuple[str, str]:
+        """``(algorithm, direction)``: a run or a report has one table per key."""
+        return self.algorithm, self.direction
+
+
+
+
+def _verb(table: Table) -> str:
+    return {"digest": "digests", "encrypt": "encryptions", "decrypt": "decryptions"}[table.direction]
+
+
+def header(table: Table, unit: str = "KiB/s") -> str:
+    """``Benchmark results for 'aes-128-cbc' cipher, decrypt (KiB/s):``."""
+    how = ", decrypt" if table.direction == "decrypt" else ""
+    return f"Benchmark results for '{table.algorithm}' {table.kind}{how} ({UNITS[unit].label}):"
+
+
+def verbose_block(table: Table) -> list[str]:
+    """qcrypto's ``-v`` lines: the plugin list, then per plugin one line per measured size."""
+    lines = [f"Benchmarking '{table.algorithm}' {table.kind} on the following plugin(s): "
+             f"{', '.join(table.plugins)}"]
+    for plugin in table.plugins:
+        lines.append(f"plugin: {plugin}")
+        for size in table.sizes:
+            cell = table.cells.get((plugin, size))
+            if cell is not None and cell.measurement is not None \
+                    and not cell.measurement.figure_only:
+                m = cell.measurement
+                lines.append(f"executed {m.count} {_verb(table)} of size {size} bytes "
+                             f"in {m.median_s:.2f} secs")
+    return lines
+
+
+def cell_text(cell: Cell | None, unit: str = "KiB/s") -> str:
+    if cell is None:
+        return MARKERS[SKIPPED]
+    if cell.measurement is not None:
+        return f"{UNITS[unit].of(cell.measurement):.2f}"
+    return MARKERS.get(cell.status, "?")
+
+
+def table_lines(table: Table, unit: str = "KiB/s") -> list[str]:
+    """The header, the column line and one row per plugin, then the marker notes."""
+    texts = {(p, s): cell_text(table.cells.get((p, s)), unit) for p in table.plugins
+             for s in table.sizes}
+    return [header(table, unit), *grid(table.plugins, table.sizes, texts), *notes(table)]
+
+
+def grid(rows: Sequence[str], sizes: Sequence[int],
+         texts: Mapping[tuple[str, int], str]) -> list[str]:
+    """The column line and one line per row: labels left-aligned one wider than the longest
+    (or ``plugin``), each column right-aligned two wider than its widest text or size."""
+    label_w = max(len(p) for p in ("plugin", *rows)) + 1
+    cell_w = max(len(t) for t in (*texts.values(), *(str(s) for s in sizes))) + 2
+    lines = ["plugin".ljust(label_w) + "".join(str(s).rjust(cell_w) for s in sizes)]
+    for p in rows:
+        lines.append(p.ljust(label_w) + "".join(texts[(p, s)].rjust(cell_w) for s in sizes))
+    return lines
+
+
+def notes(table: Table) -> list[str]:
+    """One line per distinct reason a cell has no figure, and the drivers of kernel rows."""
+    out: list[str] = []
+    seen: set[tuple[str, str, str]] = set()
+    for p in table.plugins:
+        for s in table.sizes:
+            cell = table.cells.get((p, s))
+            status = cell.status if cell is not None and cell.measurement is None else ""
+            if cell is None:
+                status, reason = status_reason(cell, table)
+            elif status:
+                reason = cell.reason
+            else:
+                continue
+            if (p, status, reason) in seen:
+                continue
+            seen.add((p, status, reason))
+            sizes = [str(x) for x in table.sizes
+                     if status_reason(table.cells.get((p, x)), table) == (status, reason)]
+            where = "all sizes" if len(sizes) == len(table.sizes) else f"size {', '.join(sizes)}"
+            # a cell no test measured (or a file lacks) was not skipped: say only why it is empty
+            said = f" {status}" if cell is not None else ""
+            out.append(f"  {MARKERS[status]} {p} ({where}){said}: {reason}")
+    for p in table.plugins:
+        drivers = {(c.measurement.driver, c.measurement.hardware)
+                   for (q, _), c in table.cells.items()
+                   if q == p and c.measurement is not None and c.measurement.driver}
+        for driver, hw in sorted(drivers, key=str):
+            kind = "hardware" if hw else "software" if hw is False else "hardware: unknown"
+            out.append(f"  {p}: driver {driver} ({kind})")
+    for p in table.plugins:
+        jobs = sorted({c.measurement.jobs for (q, _), c in table.cells.items()
+                       if q == p and c.measurement is not None} - {1}, key=str)
+        for n in jobs:
+            out.append(f"  {p}: the summed throughput of {n} processes at once "
+                       f"(--qcrypto-jobs {n})")
+    return out
+
+
+def status_reason(cell: Cell | None, table: Table) -> tuple[str, str]:
+    if cell is None:  # a joined report's rows come from files, not from this run
+        return SKIPPED, ("not in this results file" if table.machines
+                         else "not measured in this run")
+    if cell.measurement is not None:
+        return "", ""
+    return cell.status, cell.reason
+
+
+# -- the change grid (compare mode) --------------------------------------------------------------
+
+#: The text of a cell of a :class:`Changes` grid that has nothing to say.
+NO_CHANGE = "-"
+
+
+@dataclass(frozen=True)
+class Changes:
+    """The change against a baseline of each cell of one table, as the gate judged it.
+
+    ``title`` is the line above the grid (``Change against baseline base.json
+    (negative = slower):``); ``texts`` maps (plugin as typed, size in bytes)
+    to the cell's text (``-3.2%!``, ``new``, ``missing``, or :data:`NO_CHANGE`)
+    for every row of ``plugins`` and column of ``sizes``; ``notes`` explain the
+    marks used (``! regression: ...``), one line each.
+    """
+
+    title: str
+    plugins: tuple[str, ...]
+    sizes: tuple[int, ...]
+    texts: Mapping[tuple[str, int], str]
+    notes: tuple[str, ...] = ()
+
+
+def change_lines(changes: Changes | Sequence[str] | None) -> list[str]:
+    """The grid under a table: the title, the column line, a line per plugin, the notes
+    (indented by two).  Nothing when no cell has a change to show (all :data:`NO_CHANGE`).
+
+    Lines already drawn (a sequence of str) are returned as they are.
+    """
+    if changes is None:
+        return []
+    if not isinstance(changes, Changes):
+        return list(changes)
+    if all(t == NO_CHANGE for t in changes.texts.values()):
+        return []
+    return [changes.title, *grid(changes.plugins, changes.sizes, changes.texts),
+            *(f"  {note}" for note in changes.notes)]
+
