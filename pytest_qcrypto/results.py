@@ -628,7 +628,7 @@ def _from_schema_1(doc: dict[str, Any], check: _Checker) -> dict[str, Any]:
                         lambda v: _is_number(v) and v > 0 and math.isfinite(v * KIB))
         algorithm = check.get(r, "algorithm", where, "a string", lambda v: isinstance(v, str))
         alg = catalog.lookup(algorithm)
-        default_dir = "digest" if alg is not None and alg.kind == catalog.DIGEST else "encrypt"
+        default_dir = alg.direction() if alg is not None else "encrypt"
         entry = {k: v for k, v in r.items() if k != "kib_per_s"}
         entry.setdefault("direction", default_dir)
         entry["bytes_per_second"] = kib * KIB
