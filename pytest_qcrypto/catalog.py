@@ -236,6 +236,18 @@ class Algorithm:
         """Whether its kind is one of ``kinds``."""
         return self.kind in kinds
 
+    def direction(self, decrypt: bool = False) -> str:
+        """``decrypt`` when asked and the kind has it, else the kind's default direction
+        (``digest`` for digests, ``encrypt`` for ciphers and AEADs)."""
+        if decrypt and self.can_decrypt:
+            return "decrypt"
+        return "digest" if self.kind == DIGEST else "encrypt"
+
+    @property
+    def can_decrypt(self) -> bool:
+        """Whether it has a decrypt direction (ciphers and AEADs)."""
+        return self.kind != DIGEST
+
     def size_problem(self, size: int) -> str | None:
         """Why ``size`` (bytes) is not a valid buffer for this algorithm, or None."""
         if size < self.min_size:

@@ -11,26 +11,35 @@ whose ``close()`` does not return within ``CLOSE_TIMEOUT`` fails its item with
 abandoned``.  With ``--qcrypto-isolate`` the context is opened in each
 measurement's child process, never here.  Every measurement is recorded into
 the run's summary table.
+
+When the regression gate is on, :meth:`MeasuredContext.measure` runs the retry
+loop that :func:`pytest_qcrypto.gate.judge` decides on: measure, ask the gate,
+measure again while it says so; then it records the best try with its verdict
+and fails the test when the verdict has failures.
 """
 
 from __future__ import annotations
 
 import dataclasses
 import errno
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from typing import NoReturn
 
 import pytest
 
-from pytest_qcrypto import bench, limits
+from pytest_qcrypto import bench, gate, limits
 from pytest_qcrypto.backends.base import AuthenticationError, Unavailable, Unsupported
-from pytest_qcrypto.bench import BenchContext, Randomness
+from pytest_qcrypto.bench import BenchContext, Case, Randomness
 from pytest_qcrypto.harness import Measurement, TimerError
 from pytest_qcrypto.isolate import IsolatedError
 from pytest_qcrypto.jobs import JobsError
 from pytest_qcrypto.known_answers import KnownAnswerError
+from pytest_qcrypto.machine import WaitMeter, metered
+from pytest_qcrypto.matrix import CASE_KEY
 from pytest_qcrypto.registry import Registry, RegistryError
+from pytest_qcrypto.results import Result
+from pytest_qcrypto.rules import Rule
 
 
 def _errno_text(exc: OSError) -> str:
@@ -62,9 +71,40 @@ def _abandoned(who: str, exc: limits.CallTimeout) -> str:
     return f"{who}: {exc}; the context was abandoned"
 
 
-#: Called with each new measurement and a callable that measures the same cell again
-#: (the regression gate's confirmation runs use it).
-Recorder = Callable[[Measurement, Callable[[], Measurement]], None]
+#: Called with each kept measurement (the best try of a cell) and its verdict (None when
+#: the regression gate is off).
+Recorder = Callable[[Measurement, "gate.Verdict | None"], None]
+#: What a measurement is judged against (the regression gate's pytest side gives it).
+CriteriaOf = Callable[[Measurement], gate.Criteria]
+#: Runs one more try and returns it with the share of its time off the CPU that was a wait
+#: for a CPU (:func:`pytest_qcrypto.machine.metered`).
+Meter = Callable[[Callable[[], Measurement]], "tuple[Measurement, float | None]"]
+
+
+def retry(first: Measurement, again: Callable[[], Measurement] | None, c: gate.Criteria,
+          first_wait: float | None = None, meter: Meter = metered) -> gate.Verdict:
+    """The retry loop: ask :func:`gate.judge` about the tries so far, measure again (with
+    ``meter(again)``) while it asks for another try; its verdict.  Without ``again``, the
+    first try is the only one."""
+    tries, waits = [first], [first_wait]
+    while True:
+        verdict = gate.judge(tries, waits, c, more=again is not None)
+        if verdict is not None:
+            return verdict
+        assert again is not None
+        m, w = meter(again)
+        tries.append(m)
+        waits.append(w)
+
+
+def judge_tries(first: Measurement, again: Callable[[], Measurement] | None, confirm: int,
+                baseline: Result | None, threshold: Rule | None, floor: Rule | None,
+                not_judged: str = "", first_wait: float | None = None,
+                meter: Meter = metered) -> gate.Verdict:
+    """Judge ``first``, measuring again (at most ``confirm`` more tries) while it fails:
+    :func:`retry` with the :class:`gate.Criteria` of these arguments."""
+    return retry(first, again, gate.Criteria(confirm, baseline, threshold, floor, not_judged),
+                 first_wait, meter)
 
 
 @dataclass(frozen=True)
@@ -95,10 +135,13 @@ def fail(message: str) -> NoReturn:
 class MeasuredContext:
     """An open context as tests see it: :meth:`measure` times it and records the figure."""
 
-    def __init__(self, ctx: BenchContext, record: Recorder, options: MeasureOptions) -> None:
+    def __init__(self, ctx: BenchContext, record: Recorder, options: MeasureOptions,
+                 criteria: CriteriaOf | None = None, meter: WaitMeter | None = None) -> None:
         self.bench = ctx
         self._record = record
         self.options = options
+        self._criteria = criteria
+        self._meter = meter
 
     @property
     def algorithm(self) -> str:
@@ -133,7 +176,17 @@ class MeasuredContext:
         if problem:  # the test's own bug: a failure, never a skip
             fail(f"{self.plugin} {self.algorithm}: measure(): {problem}")
         m = self._measure(size, decrypt, options)
-        self._record(m, lambda: self._measure(size, decrypt, options))
+        if self._criteria is None:  # the regression gate is off
+            self._record(m, None)
+            return m
+        first_wait = self._meter.share() if self._meter is not None else None
+        verdict = retry(m, lambda: self._measure(size, decrypt, options), self._criteria(m),
+                        first_wait)
+        if self._meter is not None:
+            self._meter.start()  # the next measurement of this item is timed from here
+        self._record(verdict.measurement, verdict)
+        if verdict.failed:  # a confirmed regression or a floor
+            pytest.fail(verdict.message, pytrace=False)
         return m
 
     def _measure(self, size: int, decrypt: bool, options: MeasureOptions) -> Measurement:
@@ -199,9 +252,14 @@ class QcryptoFixture:
 
     def __init__(self, registry: Callable[[], Registry], record: Recorder, rng: Randomness,
                  options: MeasureOptions | None = None,
-                 interrupted: Callable[[], bool] = lambda: False) -> None:
+                 interrupted: Callable[[], bool] = lambda: False, *,
+                 criteria: CriteriaOf | None = None, meter: WaitMeter | None = None) -> None:
         self._registry = registry
         self._record = record
+        #: with the regression gate on: what each measurement is judged against, and the
+        #: meter of the waits for a CPU, started when the item started
+        self._criteria = criteria
+        self._meter = meter
         self._rng = rng
         self.options = options or MeasureOptions()
         #: whether the run is being interrupted (Ctrl-C, SIGTERM): contexts are then
@@ -236,7 +294,7 @@ class QcryptoFixture:
             fail(f"timed out after {exc.seconds:g} s in {plugin} {alg.name} opening a context")
         except Exception as exc:  # a plugin bug fails this item, the run goes on
             _open_failed(f"{plugin} {alg.name}", exc)
-        measured = MeasuredContext(ctx, self._record, self.options)
+        measured = MeasuredContext(ctx, self._record, self.options, self._criteria, self._meter)
         self._open.append(measured)
         return measured
 
@@ -265,3 +323,45 @@ class QcryptoFixture:
             raise interrupt
         if first is not None:
             raise first
+
+
+# -- the fixtures (pytest finds them through pytest_qcrypto.plugin) ------------------------
+
+#: Where the fixtures find how the run makes a ``qcrypto`` fixture for an item.
+FIXTURE_KEY = pytest.StashKey[Callable[[pytest.Item], QcryptoFixture]]()
+
+
+@pytest.fixture
+def qcrypto(request: pytest.FixtureRequest) -> Iterator[QcryptoFixture]:
+    """Open, measure and record crypto contexts in your own tests.
+
+    ``qcrypto.open(algorithm, plugin)`` returns a context with
+    ``measure(size_bytes) -> Measurement`` (``.kib_per_s``, ``.count``,
+    ``.rounds_s``); contexts close when the test ends.  Skips when the plugin is
+    unavailable or lacks the algorithm.
+    """
+    fixture = request.config.stash[FIXTURE_KEY](request.node)
+    try:
+        yield fixture
+    finally:
+        fixture.close()
+
+
+@pytest.fixture
+def qcrypto_case(request: pytest.FixtureRequest) -> Case:
+    """The (algorithm, plugin, size) of this item: set by the matrix or ``@pytest.mark.qcrypto``."""
+    case = request.node.stash.get(CASE_KEY, None)
+    if case is None:
+        pytest.fail("qcrypto_case needs @pytest.mark.qcrypto(algorithms=..., ...) on the test",
+                    pytrace=False)
+    return case
+
+
+@pytest.fixture
+def qcrypto_context(qcrypto: QcryptoFixture, qcrypto_case: Case) -> MeasuredContext:
+    """The open, keyed context of this item's (algorithm, plugin); closed at teardown.
+
+    A software context, a /dev/crypto session or an AF_ALG socket.  Its
+    ``measure(size)`` checks the known-answer vectors first, then times.
+    """
+    return qcrypto.open(qcrypto_case.algorithm, qcrypto_case.plugin)

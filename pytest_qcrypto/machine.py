@@ -8,9 +8,10 @@ says when one measurement is noisy: its rounds stayed under half of min-time
 (a stall during calibration), its rounds spread more than 10%, or its
 CPU time is far below its wall time (the machine was busy, or the work ran
 off the CPU on a hardware engine).  :func:`summary_lines` is what the pytest
-plugin prints under the tables.  :func:`fingerprint` is what identifies the machine
-for comparing speed (saved with results), :func:`machine_differences` what differs
-from a baseline's.
+plugin prints under the tables.  :class:`WaitMeter` tells how much of a measurement's
+time off the CPU was a wait for a CPU held by other work (Linux schedstat).
+:func:`fingerprint` is what identifies the machine for comparing speed (saved with
+results), :func:`machine_differences` what differs from a baseline's.
 """
 
 from __future__ import annotations
@@ -18,7 +19,8 @@ from __future__ import annotations
 import os
 import platform
 import sys
-from collections.abc import Mapping, Sequence
+import time
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
@@ -261,3 +263,55 @@ def machine_differences(baseline: Mapping[str, Any], current: Mapping[str, Any])
         else:
             out.append(f"{key}: {then!r} (baseline) vs {now!r} (now)")
     return out
+
+
+# -- the wait for a CPU --------------------------------------------------------------------
+
+
+def cpu_wait_s() -> float | None:
+    """Seconds this thread has been runnable but waiting for a CPU (Linux schedstat).
+
+    Other processes cause this wait; sleeping or waiting for a device do not.
+    None where ``/proc/thread-self/schedstat`` does not exist.
+    """
+    try:
+        with open("/proc/thread-self/schedstat", encoding="ascii") as f:
+            return int(f.read().split()[1]) / 1e9
+    except (OSError, ValueError, IndexError):
+        return None
+
+
+class WaitMeter:
+    """Of the time this thread was off the CPU since :meth:`start`, the share that it was
+    ready to run but waited for a CPU held by other processes.
+
+    0.0: it slept, or waited for a device; 1.0: all of it was other work on the machine.
+    """
+
+    def __init__(self, clock: Callable[[], float] = time.perf_counter,
+                 wait: Callable[[], float | None] = cpu_wait_s,
+                 cpu: Callable[[], float] = time.thread_time) -> None:
+        self.clock, self.wait, self.cpu = clock, wait, cpu
+        self.start()
+
+    def start(self) -> None:
+        self._wait0, self._t0, self._cpu0 = self.wait(), self.clock(), self.cpu()
+
+    def share(self) -> float | None:
+        """0.0 to 1.0; None when the system does not tell."""
+        t1, w1, c1 = self.clock(), self.wait(), self.cpu()
+        if self._wait0 is None or w1 is None:
+            return None
+        off_cpu = (t1 - self._t0) - (c1 - self._cpu0)
+        if off_cpu <= 1e-6:
+            return 0.0
+        return min(max((w1 - self._wait0) / off_cpu, 0.0), 1.0)
+
+
+def metered(again: Callable[[], Measurement], clock: Callable[[], float] = time.perf_counter,
+            wait: Callable[[], float | None] = cpu_wait_s,
+            cpu: Callable[[], float] = time.thread_time) -> tuple[Measurement, float | None]:
+    """Run one try; return it and the share of its time off the CPU that was a wait for one."""
+    meter = WaitMeter(clock, wait, cpu)
+    m = again()
+    return m, meter.share()

@@ -8,8 +8,9 @@ from pathlib import Path
 
 import pytest
 
-from pytest_qcrypto import gate
-from pytest_qcrypto.gate import Rule, Rules, judge_tries
+from pytest_qcrypto import gate, machine
+from pytest_qcrypto.fixture import judge_tries
+from pytest_qcrypto.gate import Rule, Rules
 from pytest_qcrypto.harness import Measurement
 from pytest_qcrypto.results import Result
 from pytest_qcrypto.settings import SettingsError
@@ -269,11 +270,11 @@ def test_metered_reads_the_wait_of_this_thread():
     # 2 s elapsed, 1 s on the CPU, 0.5 s of the other second waiting for a CPU
     clock, cpu, wait = iter([1.0, 3.0]).__next__, iter([5.0, 6.0]).__next__, \
         iter([10.0, 10.5]).__next__
-    measured, share = gate.metered(lambda: m(0.01), clock, wait, cpu)
+    measured, share = machine.metered(lambda: m(0.01), clock, wait, cpu)
     assert share == 0.5 and measured.median_s == 0.01
-    assert gate.metered(lambda: m(0.01), clock=iter([1.0, 2.0]).__next__,
+    assert machine.metered(lambda: m(0.01), clock=iter([1.0, 2.0]).__next__,
                         wait=lambda: None)[1] is None
-    assert gate.cpu_wait_s() is None or gate.cpu_wait_s() >= 0
+    assert machine.cpu_wait_s() is None or machine.cpu_wait_s() >= 0
 
 
 def test_floor_without_baseline():

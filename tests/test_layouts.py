@@ -64,9 +64,10 @@ def test_the_change_grid_is_drawn_as_the_tables_are():
     assert change_lines(["drawn", "already"]) == ["drawn", "already"]
 
 
-def test_the_change_grid_is_the_text_the_gate_draws_today():
-    """The same cells as the gate's own grid (Gate.table_lines, until the gate gives data)."""
+def test_the_change_grid_is_the_text_the_gate_draws():
+    """The same cells as the gate's own grid (gate_summary.change_grid, data drawn here)."""
     from pytest_qcrypto import gate
+    from pytest_qcrypto.gate_summary import change_grid
 
     t = table()
     verdicts = {("sha256", "openssl", 16, "digest"): SimpleNamespace(change=-0.125,
@@ -74,9 +75,9 @@ def test_the_change_grid_is_the_text_the_gate_draws_today():
                 ("sha256", "openssl", 4096, "digest"): SimpleNamespace(change=0.003,
                                                                        status=gate.OK),
                 ("sha256", "hashlib", 16, "digest"): SimpleNamespace(change=None, status=gate.NEW)}
-    fake = SimpleNamespace(baseline=SimpleNamespace(path="base.json"), verdicts=verdicts,
-                           gone={("sha256", "hashlib", 4096, "digest"): "skipped"})
-    assert gate.Gate.table_lines(fake, t) == change_lines(changes(GRID))
+    gone = {("sha256", "hashlib", 4096, "digest"): "skipped"}
+    grid = change_grid("base.json", t.algorithm, t.direction, t.plugins, t.sizes, verdicts, gone)
+    assert change_lines(grid) == change_lines(changes(GRID))
 
 
 class Terminal:

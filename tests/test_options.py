@@ -50,7 +50,9 @@ def test_help_takes_choices_from_the_registries(pytester):
     r = pytester.runpytest("--help")
     text = " ".join(r.stdout.str().split())
     assert f"unit of the table cells: {', '.join(render.UNITS)}." in text
-    assert "layout of the results: qcrypto (default), openssl, markdown or csv." in text
+    assert ("layout of the results: qcrypto (default), openssl (openssl speed's table, 1000s of "
+            "bytes per second; no --qcrypto-unit with it), markdown (for a CI job summary) or "
+            "csv.") in text
 
 
 def test_the_table_names_each_option_and_ini_key_once():

@@ -1,0 +1,182 @@
+"""Per-cell rules of the regression gate: thresholds and floors, and how they are written.
+
+A rule is a line ``ALGORITHM[:PLUGIN[:SIZE]] = VALUE`` (ini ``qcrypto_thresholds``,
+``qcrypto_floors``) or the ``floor=`` of ``@pytest.mark.qcrypto``; ``*`` is a
+wildcard.  Of the rules that cover a cell the most specific wins, ties go to the
+later line (:class:`Rules`).  Thresholds are percentages (``10%`` or ``10``,
+from 0 up to 100), floors KiB/s (positive).  Every problem is a
+:class:`~pytest_qcrypto.settings.SettingsError` naming where the value came from.
+Plain Python: no pytest, nothing measured.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from dataclasses import dataclass
+
+from pytest_qcrypto import catalog, settings
+from pytest_qcrypto.settings import SettingsError, decimal_number, shown
+
+WILDCARD = "*"
+
+def _text(value: object) -> str:
+    """An option's text, or a number from a marker as written (not ``str()`` of an int of
+    over 4300 digits, which raises ``ValueError``)."""
+    return (value if isinstance(value, str) else settings.shown_value(value)).strip()
+
+
+def parse_percent(text: object, where: str) -> float:
+    """A threshold in percent, ``10%`` or ``10`` -> ``10.0``; from 0 up to (not including) 100."""
+    raw = _text(text)
+    try:
+        value = decimal_number(raw.removesuffix("%"))
+    except ValueError:
+        raise SettingsError(f"{where}: {shown(raw)} is not a percentage (write 10% or "
+                            "10)") from None
+    if math.isfinite(value) and -100 < value < 0:
+        raise SettingsError(f"{where}: a threshold is the slowdown allowed, a positive "
+                            f"percentage: write {-value:g}% (not {raw}) to fail what is more "
+                            f"than {-value:g}% slower")
+    if not math.isfinite(value) or not 0 <= value < 100:
+        raise SettingsError(f"{where}: a threshold must be from 0% up to (not including) "
+                            f"100%, not {raw}")
+    return value
+
+
+def parse_kib_per_s(text: object, where: str) -> float:
+    """A floor in KiB/s: a positive finite number."""
+    raw = _text(text)
+    try:
+        value = decimal_number(raw)
+    except ValueError:
+        raise SettingsError(f"{where}: {shown(raw)} is not a number of KiB/s") from None
+    if not math.isfinite(value) or value <= 0:
+        raise SettingsError(f"{where}: a floor must be a positive number of KiB/s, not {raw}")
+    return value
+
+
+def parse_whole(text: object, where: str, low: int, high: int) -> int:
+    """A whole number from ``low`` to ``high`` (:func:`pytest_qcrypto.settings.whole_number`)."""
+    return settings.whole_number(text, where, low, high)
+
+
+@dataclass(frozen=True)
+class Rule:
+    """One ``ALGORITHM[:PLUGIN[:SIZE]] = VALUE`` line; None fields are wildcards."""
+
+    algorithm: str | None
+    plugin: str | None
+    size: int | None
+    value: float
+    source: str
+
+    @property
+    def specificity(self) -> int:
+        """How many fields are not wildcards (0 to 3)."""
+        return sum(f is not None for f in (self.algorithm, self.plugin, self.size))
+
+    def matches(self, algorithm: str, plugins: Iterable[str], size: int) -> bool:
+        """Does this rule cover the cell?  ``plugins`` are the names the plugin goes by."""
+        return ((self.algorithm is None or self.algorithm == algorithm)
+                and (self.plugin is None or self.plugin in {p.lower() for p in plugins})
+                and (self.size is None or self.size == size))
+
+
+def parse_pattern(pattern: str, where: str) -> tuple[str | None, str | None, int | None]:
+    """``sha256:openssl:4096`` -> ``("sha256", "openssl", 4096)``; ``*`` -> None.
+
+    A plugin name may itself hold a colon (``afalg:sha256-generic``): with three
+    or more fields, the last is the size when it is a number or ``*``.
+    """
+    parts = [p.strip() for p in pattern.strip().split(":")]
+    if any(not p for p in parts):
+        raise SettingsError(f"{where}: {shown(pattern.strip())} has an empty field; write "
+                            "ALGORITHM[:PLUGIN[:SIZE]] with * as a wildcard")
+    alg_text, plugin_text, size_text = parts[0], None, None
+    if len(parts) == 2:
+        plugin_text = parts[1]
+    elif len(parts) >= 3:
+        # digits of any script ('١٦', '²') make it a size, for whole_number to refuse
+        if parts[-1] == WILDCARD or parts[-1].lstrip("+-").isnumeric():
+            plugin_text, size_text = ":".join(parts[1:-1]), parts[-1]
+        else:
+            plugin_text = ":".join(parts[1:])
+    algorithm = None
+    if alg_text != WILDCARD:
+        alg = catalog.lookup(alg_text)
+        if alg is None:
+            close = catalog.suggest(alg_text, (catalog.DIGEST, catalog.CIPHER, catalog.AEAD))
+            hint = f"; did you mean {', '.join(close)}?" if close else ""
+            raise SettingsError(f"{where}: unknown algorithm {shown(alg_text)}{hint}")
+        algorithm = alg.name
+    plugin = None if plugin_text in (None, WILDCARD) else plugin_text.lower()
+    size = None
+    if size_text not in (None, WILDCARD):
+        def bad(_: str) -> str:
+            return (f"{where}: size {settings.shown(size_text)} must be a whole number of bytes "
+                    f"from 1 to {settings.MAX_SIZE} (only the ASCII digits 0-9) or *")
+
+        size = settings.whole_number(size_text, where, 1, settings.MAX_SIZE, not_whole=bad,
+                                     too_low=bad, too_high=bad)
+    return algorithm, plugin, size
+
+
+class Rules:
+    """Per-cell values from pattern lines: the most specific match wins, ties go to the later."""
+
+    def __init__(self, rules: Sequence[Rule] = ()) -> None:
+        self.rules = list(rules)
+
+    @classmethod
+    def parse(cls, lines: Iterable[str], where: str,
+              value: Callable[[str, str], float]) -> Rules:
+        """Rules from ``PATTERN = VALUE`` lines (blank lines and ``#`` comments skipped)."""
+        rules = []
+        for n, line in enumerate(lines, 1):
+            text = str(line).strip()
+            if not text or text.startswith("#"):
+                continue
+            at = f"{where} line {n} ({shown(text, 60)})"
+            pattern, sep, raw = text.partition("=")
+            if not sep or not pattern.strip():
+                raise SettingsError(f"{at}: write ALGORITHM[:PLUGIN[:SIZE]] = VALUE")
+            alg, plugin, size = parse_pattern(pattern, at)
+            rules.append(Rule(alg, plugin, size, value(raw, at), f"{where}: {text!r}"))
+        return cls(rules)
+
+    def pick(self, algorithm: str, plugins: Iterable[str], size: int) -> Rule | None:
+        names = list(plugins)
+        best: tuple[int, int, Rule] | None = None
+        for i, rule in enumerate(self.rules):
+            if rule.matches(algorithm, names, size):
+                if best is None or (rule.specificity, i) >= best[:2]:
+                    best = (rule.specificity, i, rule)
+        return best[2] if best else None
+
+
+def marker_floors(value: object, where: str) -> Rules:
+    """The ``floor=`` of ``@pytest.mark.qcrypto``: a number of KiB/s for every cell of the
+    test, or a mapping from a size (int) or an ``ALGORITHM[:PLUGIN[:SIZE]]`` pattern to KiB/s."""
+    if isinstance(value, Mapping):
+        rules = []
+        for k, v in value.items():
+            if isinstance(k, int) and not isinstance(k, bool):
+                if not 1 <= k <= settings.MAX_SIZE:
+                    raise SettingsError(f"{where}: size {settings.shown_value(k)} must be a "
+                                        f"whole number of bytes from 1 to {settings.MAX_SIZE}")
+                pattern = f"*:*:{k}"
+            elif isinstance(k, str):
+                pattern = k
+            else:
+                raise SettingsError(f"{where}: key {settings.shown_value(k)} must be a size or "
+                                    "a pattern string")
+            at = f"{where} {settings.shown_value(k)}"
+            alg, plugin, size = parse_pattern(pattern, at)
+            rules.append(Rule(alg, plugin, size, parse_kib_per_s(v, at), at))
+        return Rules(rules)
+    if isinstance(value, bool) or not isinstance(value, (int, float, str)):
+        raise SettingsError(f"{where}: must be KiB/s or a mapping, not "
+                            f"{settings.shown_value(value)}")
+    return Rules([Rule(None, None, None, parse_kib_per_s(value, where), where)])
+
