@@ -88,7 +88,7 @@ from typing import Any
 from pytest_qcrypto import catalog, registry, settings, strictjson
 from pytest_qcrypto.harness import KIB
 from pytest_qcrypto.results_model import (  # noqa: F401 (the model, re-exported)
-    DIRECTIONS, FORMAT, MAX_COUNT, MIN_ROUND_S, SCHEMA_VERSION, Result, ResultsError,
+    DIRECTIONS, FORMAT, MAX_COUNT, MAX_ROUND_S, MIN_ROUND_S, SCHEMA_VERSION, Result, ResultsError,
     ResultsFile, WorkerResult, now_utc, plugin_entries, without_wait)
 # file safety and the machine fingerprint moved to files.py and machine.py; these names stay
 # here for gate.py (which saves and compares) until it imports them from there
@@ -135,8 +135,9 @@ def _whole(low: int, high: int) -> Callable[[object], bool]:
 
 
 def _seconds(low: float) -> Callable[[object], bool]:
-    """A list of seconds, each finite and at least ``low``."""
-    return lambda v: isinstance(v, list) and all(_is_number(x) and x >= low for x in v)
+    """A list of seconds, each finite, at least ``low`` and at most ``MAX_ROUND_S``."""
+    return lambda v: isinstance(v, list) and all(_is_number(x) and low <= x <= MAX_ROUND_S
+                                                 for x in v)
 
 
 def _show(value: object) -> str:
@@ -245,6 +246,9 @@ def _result(r: object, i: int, check: _Checker) -> Result:
     if workers and sum(x.count for x in workers) != result.count:
         raise check.fail(f"{w}workers' counts add up to {sum(x.count for x in workers)}, "
                          f"not to count ({result.count})")
+    if result.count and not result.rounds_s:
+        raise check.fail(f"{w}rounds_s is empty, but count is {result.count}: a result "
+                         "records the seconds of each round it timed")
     problem = _wait_problem(result)
     if problem:
         raise check.fail(f"results[{i}]: {problem}")

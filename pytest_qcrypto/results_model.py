@@ -24,6 +24,8 @@ FORMAT = "pytest-qcrypto results"
 MAX_COUNT = 2**53
 #: The shortest round a result may record, seconds: the timers count nanoseconds.
 MIN_ROUND_S = 1e-9
+#: The longest: over 11 days, far past any --qcrypto-timeout; keeps sums of rounds finite.
+MAX_ROUND_S = 1e6
 #: The schema this version writes; :func:`load` reads 1 up to this one.
 SCHEMA_VERSION = 2
 DIRECTIONS = ("digest", "encrypt", "decrypt")

@@ -273,3 +273,22 @@ def test_report_shows_one_row_per_plugin(tmp_path, capsys):
     assert [line.split() for line in out[1:4]] == [["plugin", "16", "64"],
                                                    ["lo/openssl", "1.00", "2.00"],
                                                    ["lo/python", "3.00", "-"]]
+
+
+def test_rounds_that_would_overflow_or_are_missing_are_load_errors(tmp_path):
+    """Found by Hypothesis (rounds of 1e308 s: their median overflowed to inf) and by a user
+    trial (an empty rounds_s loaded, and qcrypto report -v left its line out silently)."""
+    from pytest_qcrypto import results as res
+
+    def doc(rounds):
+        return {"schema_version": 2, "complete": True, "machine": {}, "plugins": {},
+                "results": [{"algorithm": "sha256", "plugin": "hashlib", "size": 16,
+                             "direction": "digest", "bytes_per_second": 1000.0, "count": 64,
+                             "rounds_s": rounds}]}
+
+    for rounds, problem in (([1e308, 1e308], "rounds_s must be a list of positive seconds"),
+                            ([], "rounds_s is empty, but count is 64")):
+        path = tmp_path / "r.json"
+        path.write_text(json.dumps(doc(rounds)))
+        with pytest.raises(res.ResultsError, match=problem):
+            res.load(path)
