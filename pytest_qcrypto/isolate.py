@@ -14,6 +14,7 @@ costs a ``fork`` per measurement and needs ``os.fork`` (POSIX).
 
 from __future__ import annotations
 
+import faulthandler
 import gc
 import math
 import os
@@ -127,6 +128,7 @@ def _child(fn: Callable[[], Any], close: Callable[[], None] | None, write_fd: in
     code = 0
     try:
         procs.become_child(parent)  # a parent killed outright takes the child along
+        faulthandler.disable()  # a crash is the parent's one-line failure, not a stack dump
         outcome = _run_in_child(fn)
         if close is not None:
             os.write(write_fd, CLOSING)  # the parent now allows the close its own limit

@@ -323,3 +323,15 @@ def test_an_interrupted_measurement_abandons_its_context(monkeypatch):
     ctx.close()  # an abandoned context's close: bounded, errors ignored
     assert time.monotonic() - started < 3
     assert closes == ["closed"]
+
+
+def test_a_crash_under_isolate_prints_no_stack_dump_of_the_child(pytester):
+    """pytest enables faulthandler, which the forked child inherited: a crash printed a
+    40-line stack before the one-line failure (found by a user trial)."""
+    pytester.makeconftest(UNRESPONSIVE)
+    r = pytester.runpytest_subprocess(
+        "-p", "no:cacheprovider", "--qcrypto-digest", "sha256", "--qcrypto-plugin", "crashopen",
+        "--qcrypto-size", "16", *FAST, "--qcrypto-isolate", timeout=120)
+    r.assert_outcomes(failed=1)
+    assert "the plugin crashed" in r.stdout.str()
+    assert "Fatal Python error" not in r.stdout.str() + r.stderr.str()
