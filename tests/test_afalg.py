@@ -597,7 +597,7 @@ def test_aead_runner_uses_each_nonce_and_decrypt_runner_verifies(plugin):
 
 
 class _Kept(bytearray):
-    """Every bytearray the afalg module makes, kept so a test can read it afterwards."""
+    """Every bytearray the afalg contexts make, kept so a test can read it afterwards."""
 
     made: list[bytearray] = []
 

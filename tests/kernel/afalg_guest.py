@@ -27,7 +27,7 @@ import pytest
 from pytest_qcrypto import catalog
 from pytest_qcrypto import known_answers as kat
 from pytest_qcrypto.backends import AuthenticationError, Unsupported, Workload
-from pytest_qcrypto.backends import afalg
+from pytest_qcrypto.backends import afalg_contexts
 from pytest_qcrypto.backends.afalg import CHUNK, AfalgPlugin, kernel_name
 from pytest_qcrypto.backends.openssl import OpenSSLPlugin
 from pytest_qcrypto.bench import BenchContext, Randomness
@@ -140,7 +140,7 @@ def test_the_kernel_leaves_unauthenticated_plaintext_in_the_receive_buffer() -> 
 
 
 class _Kept(bytearray):
-    """Every bytearray the afalg module makes, kept so the test can read it afterwards."""
+    """Every bytearray the afalg contexts make, kept so the test can read it afterwards."""
 
     made: list[bytearray] = []
 
@@ -154,7 +154,7 @@ def test_wrong_tag_leaves_no_plaintext_in_any_buffer(alg: catalog.Algorithm,
                                                      monkeypatch: pytest.MonkeyPatch) -> None:
     key, nonce, aad, data = RNG.key(alg), RNG.bytes(alg.iv_size), RNG.bytes(20), RNG.bytes(4096)
     ctx = open_or_skip(alg, key)
-    monkeypatch.setattr(afalg, "bytearray", _Kept, raising=False)
+    monkeypatch.setattr(afalg_contexts, "bytearray", _Kept, raising=False)
     try:
         bad = bytearray(ctx.encrypt(nonce, data, aad))
         bad[-1] ^= 0x80
