@@ -39,6 +39,7 @@ end; a target missed on a busy machine says little about the harness.
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import gc
 import json
 import os
@@ -404,7 +405,7 @@ def part_scaling(args: argparse.Namespace, say: Callable[[str], None]) -> dict[s
     def measure(ctx: bench.BenchContext, jobs: int) -> float:
         m = ctx.measure(LARGE, min_time=args.min_time, jobs=jobs)
         if jobs == 2:
-            two.append({"workers": m.extra["workers"],
+            two.append({"workers": [dataclasses.asdict(w) for w in m.workers],
                         "cpu_share": m.median_cpu_s / (2 * m.median_s)})
         return m.kib_per_s
 
