@@ -41,3 +41,22 @@ def test_known_answers_and_main_job_run_from_the_wheel(unpacked_wheel, tmp_path)
         cwd=tmp_path, env=env, capture_output=True, text=True, timeout=60)
     path, count = where.stdout.split()
     assert Path(path).is_relative_to(unpacked_wheel) and int(count) > 0
+
+
+def test_the_installed_plugin_runs_as_pytest_loads_it(unpacked_wheel, tmp_path):
+    """Through its pytest11 entry point, as after a plain ``pip install .``: pytest then
+    rewrites the asserts of every module of the distribution, and their loader is pytest's
+    (found by a user trial: the discovery of built-in plugins asked that loader for source it
+    cannot give, and every pytest command ended in an INTERNALERROR)."""
+    env = dict(os.environ, PYTHONPATH=str(unpacked_wheel))  # the wheel's distribution first
+    env.pop("PYTEST_DISABLE_PLUGIN_AUTOLOAD", None)
+    r = subprocess.run(
+        [sys.executable, "-m", "pytest", "-p", "no:cacheprovider", "--qcrypto-digest", "sha256",
+         "--qcrypto-plugin", "hashlib", "--qcrypto-size", "64", "--qcrypto-min-time", "0.001",
+         "--qcrypto-rounds", "1", "-q"], cwd=tmp_path, env=env, capture_output=True, text=True,
+        timeout=300)
+    assert r.returncode == 0, r.stdout + r.stderr
+    assert "Benchmark results for 'sha256' digest (KiB/s):" in r.stdout
+    where = subprocess.run([sys.executable, "-c", "import pytest_qcrypto; print(pytest_qcrypto.__file__)"],
+                           cwd=tmp_path, env=env, capture_output=True, text=True, timeout=60)
+    assert Path(where.stdout.strip()).is_relative_to(unpacked_wheel)

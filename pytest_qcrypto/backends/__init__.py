@@ -25,7 +25,7 @@ from __future__ import annotations
 
 import ast
 import importlib
-import importlib.util
+import importlib.resources
 import pkgutil
 from functools import cache
 
@@ -58,9 +58,8 @@ def _declared() -> tuple[tuple[str, tuple[tuple[int, str], ...]], ...]:
     (so that ``--help`` and a run that measures nothing import no plugin module)."""
     found = []
     for info in pkgutil.iter_modules(__path__):
-        spec = importlib.util.find_spec(f"{__name__}.{info.name}")
-        source = spec.loader.get_source(spec.name) if spec and spec.loader else None
-        if info.ispkg or not source or MARKER not in source:
+        source = None if info.ispkg else _source(info.name)
+        if not source or MARKER not in source:
             continue
         tree = ast.parse(source)
         classes = {n.name: n for n in tree.body if isinstance(n, ast.ClassDef)}
@@ -71,6 +70,19 @@ def _declared() -> tuple[tuple[str, tuple[tuple[int, str], ...]], ...]:
         if listed:
             found.append((info.name, tuple(_rank_and_name(classes.get(c)) for c in listed)))
     return tuple(found)
+
+
+def _source(module: str) -> str | None:
+    """The text of this package's module ``module`` (None if it has no ``.py`` file).
+
+    Read as a package resource, not through the module's loader: when pytest
+    rewrites the asserts of an installed plugin, its loader (pytest's
+    ``AssertionRewritingHook``) has no ``get_source``.
+    """
+    try:
+        return (importlib.resources.files(__name__) / f"{module}.py").read_text(encoding="utf-8")
+    except (OSError, UnicodeDecodeError):
+        return None
 
 
 def _rank_and_name(node: ast.ClassDef | None) -> tuple[int, str]:
