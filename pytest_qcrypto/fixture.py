@@ -266,6 +266,8 @@ class QcryptoFixture:
         #: closed as abandoned, so that no close error turns the interrupt into a crash
         self._interrupted = interrupted
         self._open: list[MeasuredContext] = []
+        #: the plugin and algorithm of the first context whose close() raised (teardown)
+        self.failed_close = ""
 
     def open(self, algorithm: str, plugin: str) -> MeasuredContext:
         """Open a keyed context of ``algorithm`` in ``plugin`` (a name as typed).
@@ -316,7 +318,8 @@ class QcryptoFixture:
             try:
                 ctx.close()
             except (Exception, pytest.fail.Exception) as exc:
-                first = first or exc
+                if first is None:
+                    first, self.failed_close = exc, f"{ctx.plugin} {ctx.algorithm}"
             except BaseException as exc:  # Ctrl-C or SIGTERM during this close
                 interrupt = interrupt or exc
         if interrupt is not None:
@@ -344,7 +347,10 @@ def qcrypto(request: pytest.FixtureRequest) -> Iterator[QcryptoFixture]:
     try:
         yield fixture
     finally:
-        fixture.close()
+        try:
+            fixture.close()
+        except Exception as exc:  # the plugin's close() raised: its bug, said in one line
+            fail(f"{fixture.failed_close}: close() failed: {_plugin_error(exc)}")
 
 
 @pytest.fixture

@@ -8,6 +8,7 @@ a timeout, the isolate mode, a context whose close fails.
 """
 
 import os
+import re
 import time
 from pathlib import Path
 
@@ -185,3 +186,47 @@ def test_a_hundred_isolated_measurements_leave_no_process_or_descriptor():
     assert open_fds() == before
     assert isolate.abandoned_children() == frozenset()
     assert time.monotonic() - started < 30
+
+
+CLOSE_RAISES = '''
+import hashlib
+from pytest_qcrypto.backends import Context, CryptoPlugin
+
+class RaisingClose(Context):
+    def digest(self, data):
+        return hashlib.sha256(data).digest()
+
+    def runner(self, work):
+        def run(count):
+            for _ in range(count):
+                hashlib.sha256(work.data).digest()
+        return run
+
+    def close(self):
+        raise OSError(5, "Input/output error")
+
+class CloseRaises(CryptoPlugin):
+    name = "closeraise"
+    library = "a test double whose close() raises"
+    def supported(self):
+        return frozenset({"sha256"})
+    def open(self, algorithm, key, variant=None):
+        return RaisingClose(algorithm, key)
+
+def pytest_qcrypto_plugins():
+    return [CloseRaises()]
+'''
+
+
+def test_a_close_that_raises_fails_its_item_in_one_line(pytester):
+    """Found by a user trial: the error of a close() that raises was shown at teardown with a
+    40-line traceback through the harness."""
+    pytester.makeconftest(CLOSE_RAISES)
+    r = pytester.runpytest_subprocess("-p", "no:cacheprovider", "--qcrypto-digest", "sha256",
+                                      "--qcrypto-plugin", "closeraise", "--qcrypto-size", "16",
+                                      "--qcrypto-min-time", "0.001", "--qcrypto-rounds", "1",
+                                      timeout=120)
+    out = r.stdout.str()
+    assert re.search(r"^closeraise sha256: close\(\) failed: OSError: \[Errno 5\] Input/output "
+                     r"error \(\S*conftest\.py:\d+ in close\)$", out, re.MULTILINE), out
+    assert "Traceback" not in out and "fixture.py" not in out, out
