@@ -142,9 +142,8 @@ class Registry:
             found: frozenset[str] = frozenset()
             if self.unavailable(plugin) is None:
                 try:
-                    found = limits.call_bounded(
-                        lambda: frozenset(n for n in plugin.supported() if isinstance(n, str)),
-                        "supported()", limits.QUERY_TIMEOUT)
+                    found = limits.call_bounded(lambda: _names(plugin.supported()),
+                                                "supported()", limits.QUERY_TIMEOUT)
                 except limits.CallTimeout as exc:
                     self._status[plugin.name] = f"could not list its algorithms: {exc}"
                 except Exception as exc:
@@ -204,6 +203,16 @@ def builtin_canonical(typed: str) -> str:
         return _builtin_registry().resolve(typed).canonical
     except RegistryError:
         return typed
+
+
+def _names(answer: object) -> frozenset[str]:
+    """The algorithm names of a ``supported()`` answer: an iterable of strings (a set, as
+    :meth:`CryptoPlugin.supported` documents, or a list).  A string, bytes or anything
+    else that is not a collection of names raises ``TypeError`` saying what it was."""
+    if isinstance(answer, (str, bytes)) or not hasattr(answer, "__iter__"):
+        raise TypeError(f"supported() returned {type(answer).__name__}, expected a set of "
+                        "algorithm names")
+    return frozenset(n for n in answer if isinstance(n, str))
 
 
 def bounded_implementations(plugin: CryptoPlugin, names: Iterable[str]) -> dict[str, str]:

@@ -335,3 +335,22 @@ def test_a_crash_under_isolate_prints_no_stack_dump_of_the_child(pytester):
     r.assert_outcomes(failed=1)
     assert "the plugin crashed" in r.stdout.str()
     assert "Fatal Python error" not in r.stdout.str() + r.stderr.str()
+
+
+@pytest.mark.parametrize("answer", ["sha256", None, 42])
+def test_a_supported_answer_of_the_wrong_type_is_named(answer):
+    """Found by a user trial: supported() returning the string "sha256" was read as its
+    characters, and the item said only that the plugin did not support sha256."""
+    class WrongAnswer(CryptoPlugin):
+        name = "wronganswer"
+
+        def supported(self):
+            return answer
+
+    plugin = WrongAnswer()
+    registry = Registry([plugin])
+    assert registry.supported(plugin) == frozenset()
+    kind = type(answer).__name__
+    assert registry.unavailable(plugin) == (
+        f"could not list its algorithms: TypeError: supported() returned {kind}, expected a "
+        "set of algorithm names")
