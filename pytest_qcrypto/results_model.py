@@ -232,14 +232,15 @@ def plugin_entries(typed_names: Iterable[str], resolve: Callable[[str], Any],
         if typed in out:
             continue
         sel = None
+        canonical, library = typed, ""
         try:
             sel = resolve(typed)
-            canonical, library = sel.canonical, sel.plugin.library
-            version = limits.call_bounded(sel.plugin.version, "version()", limits.QUERY_TIMEOUT)
+            canonical, library = sel.canonical, str(sel.plugin.library or "")
+            version = str(limits.call_bounded(sel.plugin.version, "version()",
+                                              limits.QUERY_TIMEOUT))
         except limits.CallTimeout as exc:  # a hung version() must not hang the save
             version = f"unknown ({exc})"
         except Exception as exc:  # a third-party plugin's version() must not lose the results
-            canonical, library = typed, ""
             version = f"unknown ({type(exc).__name__}: {exc})"
         out[typed] = {"canonical": canonical, "library": library, "version": version,
                       "drivers": sorted(drivers.get(typed, ()))}

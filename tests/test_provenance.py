@@ -245,3 +245,30 @@ def test_legend_names_implementations_that_differ_between_files():
         f"  hashlib blake2b512, blake2s256: a={BLAKE2}, b=OpenSSL 3.5.1"]
     _, legend = report.joined_tables([a, old], ["a.json", "old.json"])
     assert legend[-1] == "same fingerprint, plugin versions and settings on every machine"
+
+
+def test_a_plugin_entry_is_text_whatever_version_returns():
+    """Found by a user trial: a version() returning 3 was saved as the number 3, and one that
+    raised lost the plugin's declared library."""
+    from pytest_qcrypto.backends import CryptoPlugin
+
+    class Odd(CryptoPlugin):
+        name, library = "odd", "libodd"
+
+        def __init__(self, answer):
+            self.answer = answer
+
+        def version(self):
+            if isinstance(self.answer, Exception):
+                raise self.answer
+            return self.answer
+
+    def entry(answer):
+        plugin = Odd(answer)
+        sel = type("Sel", (), {"canonical": "odd", "plugin": plugin})
+        return results.plugin_entries(["odd"], lambda typed: sel)["odd"]
+
+    assert entry(3)["version"] == "3" and entry(3)["library"] == "libodd"
+    broken = entry(RuntimeError("no version file"))
+    assert broken["version"] == "unknown (RuntimeError: no version file)"
+    assert broken["library"] == "libodd" and broken["canonical"] == "odd"
