@@ -179,19 +179,10 @@ class BenchContext:
         with ``isolate=True`` is opened, checked, measured and closed there,
         and a failure to open raises :class:`OpenError`.
         """
-        if self.abandoned:
-            raise RuntimeError(f"{self.selection.typed} {self.algorithm.name}: this context was "
-                               "abandoned after a timeout; open a new one")
-        if self.closed:
-            raise RuntimeError(f"{self.selection.typed} {self.algorithm.name}: this context is "
-                               "closed; open a new one")
-        problem = argument_problem(size, min_time, rounds)
-        if problem:
-            raise ValueError(problem)
-        multi.check_jobs(jobs)
-        body = partial(self._measure, size, decrypt, min_time, rounds, jobs)
+        _check_measurable(self, size, min_time, rounds, jobs)
+        body = partial(_measure_here, self, size, decrypt, min_time, rounds, jobs)
         if self.context is None:  # opened, measured and closed in the child
-            return isolation.run_isolated(partial(self._open_and_measure, body), timeout,
+            return isolation.run_isolated(partial(_open_and_measure, self, body), timeout,
                                        close=self._close_in_child)
         if isolate:
             return isolation.run_isolated(body, timeout)
@@ -202,46 +193,9 @@ class BenchContext:
                 self.abandoned = True
             raise
 
-    def _open_and_measure(self, body: partial[Measurement]) -> Measurement:
-        """In an isolated child: open this context (``OpenError`` if that fails), run ``body``."""
-        try:
-            self.context = open_plugin_context(self.selection, self.algorithm, self.key or b"")
-        except Exception as exc:
-            try:
-                exc.qcrypto_origin = limits.origin(exc)  # type: ignore[attr-defined]
-            except Exception:
-                pass  # an exception type without attributes: sent without its origin
-            raise OpenError(exc) from None
-        return body()
-
     def _close_in_child(self) -> None:
         if self.context is not None:
             self.context.close()  # run_isolated bounds it
-
-    def _measure(self, size: int, decrypt: bool, min_time: float, rounds: int,
-                 jobs: int) -> Measurement:
-        self.check()
-        work = self.workload(size, decrypt)
-        known_answers.check_round_trip(self.selection.typed, self.algorithm, self.context, work)
-        run = self.context.runner(work)
-        if not callable(run):
-            raise known_answers.WrongTypeError(
-                f"plugin {self.selection.typed} returned {type(run).__name__} from runner(), "
-                "expected a callable that runs count operations")
-        workers: tuple[harness.WorkerRecord, ...] = ()
-        if jobs > 1:
-            timing: harness.Timing | multi.JobsTiming = multi.time_jobs(
-                run, jobs, min_time=min_time, rounds=rounds)
-            workers = multi.worker_record(timing.workers, size)
-        else:
-            timing = harness.time_runner(run, min_time=min_time, rounds=rounds)
-        return Measurement(
-            algorithm=self.algorithm.name, plugin=self.selection.typed, size=size,
-            direction=self.algorithm.direction(decrypt), count=timing.count,
-            rounds_s=timing.rounds_s, cpu_s=timing.cpu_s,
-            canonical_plugin=self.selection.canonical, operation=self.algorithm.operation,
-            driver=self.context.driver, hardware=self.context.hardware,
-            jobs=jobs if jobs > 1 else 1, workers=workers, calibration_note=timing.note)
 
     def close(self) -> None:
         """Close the context, within ``CLOSE_TIMEOUT`` seconds (``limits.CLOSE_TIMEOUT``).
@@ -274,6 +228,63 @@ class BenchContext:
     def __exit__(self, exc_type: type[BaseException] | None, exc: BaseException | None,
                  tb: TracebackType | None) -> None:
         self.close()
+
+
+def _check_measurable(bench: BenchContext, size: object, min_time: object, rounds: object,
+                      jobs: int) -> None:
+    """Before :meth:`BenchContext.measure` runs anything: ``RuntimeError`` for an abandoned or
+    closed context, ``ValueError`` for arguments outside the limits of the options."""
+    if bench.abandoned:
+        raise RuntimeError(f"{bench.selection.typed} {bench.algorithm.name}: this context was "
+                           "abandoned after a timeout; open a new one")
+    if bench.closed:
+        raise RuntimeError(f"{bench.selection.typed} {bench.algorithm.name}: this context is "
+                           "closed; open a new one")
+    problem = argument_problem(size, min_time, rounds)
+    if problem:
+        raise ValueError(problem)
+    multi.check_jobs(jobs)
+
+
+def _open_and_measure(bench: BenchContext, body: partial[Measurement]) -> Measurement:
+    """In an isolated child: open this context (``OpenError`` if that fails), run ``body``."""
+    try:
+        bench.context = open_plugin_context(bench.selection, bench.algorithm, bench.key or b"")
+    except Exception as exc:
+        try:
+            exc.qcrypto_origin = limits.origin(exc)  # type: ignore[attr-defined]
+        except Exception:
+            pass  # an exception type without attributes: sent without its origin
+        raise OpenError(exc) from None
+    return body()
+
+
+def _measure_here(bench: BenchContext, size: int, decrypt: bool, min_time: float, rounds: int,
+                  jobs: int) -> Measurement:
+    """:meth:`BenchContext.measure` in the process that holds the context: known answers,
+    round trip, then the timed rounds (in ``jobs`` processes when more than 1)."""
+    bench.check()
+    work = bench.workload(size, decrypt)
+    known_answers.check_round_trip(bench.selection.typed, bench.algorithm, bench.context, work)
+    run = bench.context.runner(work)
+    if not callable(run):
+        raise known_answers.WrongTypeError(
+            f"plugin {bench.selection.typed} returned {type(run).__name__} from runner(), "
+            "expected a callable that runs count operations")
+    workers: tuple[harness.WorkerRecord, ...] = ()
+    if jobs > 1:
+        timing: harness.Timing | multi.JobsTiming = multi.time_jobs(
+            run, jobs, min_time=min_time, rounds=rounds)
+        workers = multi.worker_record(timing.workers, size)
+    else:
+        timing = harness.time_runner(run, min_time=min_time, rounds=rounds)
+    return Measurement(
+        algorithm=bench.algorithm.name, plugin=bench.selection.typed, size=size,
+        direction=bench.algorithm.direction(decrypt), count=timing.count,
+        rounds_s=timing.rounds_s, cpu_s=timing.cpu_s,
+        canonical_plugin=bench.selection.canonical, operation=bench.algorithm.operation,
+        driver=bench.context.driver, hardware=bench.context.hardware,
+        jobs=jobs if jobs > 1 else 1, workers=workers, calibration_note=timing.note)
 
 
 class OpenError(Exception):

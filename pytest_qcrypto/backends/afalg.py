@@ -75,7 +75,6 @@ from pytest_qcrypto.backends.base import Context, CryptoPlugin, Unavailable, Uns
 from pytest_qcrypto.catalog import Algorithm
 
 
-
 class AfalgPlugin(CryptoPlugin):
     """Linux kernel crypto through AF_ALG; ``afalg:DRIVER`` pins a driver.
 
@@ -139,33 +138,7 @@ class AfalgPlugin(CryptoPlugin):
         When AF_ALG works, each name is bound first, so that template instances
         such as ``cbc(aes)`` exist (and show) before /proc/crypto is read.
         """
-        mapped: dict[tuple[str, str], list[str]] = {}
-        for alg in catalog.ALGORITHMS:
-            kname = kernel_name(alg)
-            if kname is not None:
-                mapped.setdefault((SOCKET_TYPE[alg.kind], kname), []).append(alg.name)
-        try:
-            self.probe()
-        except Unavailable:
-            return ["to enable: a kernel with CONFIG_CRYPTO_USER_API_HASH, _SKCIPHER and _AEAD "
-                    "(modules af_alg, algif_hash, algif_skcipher, algif_aead), and a policy "
-                    "that allows socket(AF_ALG)"]
-        missing: dict[tuple[str, str], str] = {}
-        for sock_type, kname in mapped:
-            try:
-                self.new_socket_bound(sock_type, kname).close()
-            except OSError as exc:
-                missing[(sock_type, kname)] = errno_text(exc)
-        records = self.read_drivers()
-        lines = ["drivers (from /proc/crypto; 'afalg' takes the first, "
-                 "'afalg:DRIVER' pins one):"]
-        for (sock_type, kname), names in mapped.items():
-            label = f"  {sock_type} {kname} [{', '.join(names)}]"
-            if (sock_type, kname) in missing:
-                lines.append(f"{label}: not in this kernel (bind: {missing[(sock_type, kname)]})")
-            else:
-                lines.append(f"{label}: {describe_drivers(drivers_of(records, kname, sock_type))}")
-        return lines
+        return _driver_details(self)
 
     def new_socket_bound(self, sock_type: str, name: str) -> Any:
         """An AF_ALG socket bound to ``(sock_type, name)``; the socket is closed on error."""
@@ -222,22 +195,10 @@ class AfalgPlugin(CryptoPlugin):
         if kname is None:
             raise Unsupported(f"afalg has no kernel name for {algorithm.name}")
         sock_type = SOCKET_TYPE[algorithm.kind]
-        tfm = self._bind(algorithm, sock_type, kname, variant)
+        tfm = _bind(self, algorithm, sock_type, kname, variant)
         try:
-            if algorithm.key_size:
-                try:
-                    tfm.setsockopt(socket.SOL_ALG, socket.ALG_SET_KEY, key)
-                except OSError as exc:
-                    raise Unsupported(f"{self._label(kname, variant)} rejects a "
-                                      f"{len(key)}-byte key: {errno_text(exc)}") from None
-            if algorithm.has_tag:
-                try:
-                    tfm.setsockopt(socket.SOL_ALG, socket.ALG_SET_AEAD_AUTHSIZE, None,
-                                   algorithm.tag_size)
-                except OSError as exc:
-                    raise Unsupported(f"{self._label(kname, variant)} rejects a "
-                                      f"{algorithm.tag_size}-byte tag: {errno_text(exc)}") from None
-            record = self._identify(algorithm, sock_type, kname, variant)
+            _set_key_and_tag(tfm, algorithm, key, _label(kname, variant))
+            record = _identify(self, algorithm, sock_type, kname, variant)
             cls = CONTEXTS[algorithm.kind]
             ctx = cls(algorithm, key, tfm)
         except BaseException:
@@ -248,58 +209,116 @@ class AfalgPlugin(CryptoPlugin):
             ctx.hardware = self.is_hardware(record)
         return ctx
 
-    @staticmethod
-    def _label(kname: str, variant: str | None) -> str:
-        return f"driver '{variant}'" if variant else f"the kernel's {kname}"
 
-    def _bind(self, alg: Algorithm, sock_type: str, kname: str, variant: str | None) -> Any:
+# -- helpers of AfalgPlugin: listing, binding and identifying drivers ---------------
+
+
+def _driver_details(plugin: AfalgPlugin) -> list[str]:
+    """:meth:`AfalgPlugin.details`: each mapped kernel name and its drivers, or how to enable it."""
+    mapped: dict[tuple[str, str], list[str]] = {}
+    for alg in catalog.ALGORITHMS:
+        kname = kernel_name(alg)
+        if kname is not None:
+            mapped.setdefault((SOCKET_TYPE[alg.kind], kname), []).append(alg.name)
+    try:
+        plugin.probe()
+    except Unavailable:
+        return ["to enable: a kernel with CONFIG_CRYPTO_USER_API_HASH, _SKCIPHER and _AEAD "
+                "(modules af_alg, algif_hash, algif_skcipher, algif_aead), and a policy "
+                "that allows socket(AF_ALG)"]
+    missing: dict[tuple[str, str], str] = {}
+    for sock_type, kname in mapped:
         try:
-            return self.new_socket_bound(sock_type, variant or kname)
-        except AttributeError:
-            raise Unavailable("this Python has no socket.AF_ALG (AF_ALG is Linux only)") from None
-        except ValueError as exc:  # Python refuses names of 64 bytes or more
-            raise Unsupported(f"cannot bind '{variant or kname}': {exc}") from None
+            plugin.new_socket_bound(sock_type, kname).close()
         except OSError as exc:
-            if exc.errno in (errno.EAFNOSUPPORT, errno.EPERM, errno.EACCES):
-                raise Unavailable(socket_error(exc)) from None
-            if exc.errno != errno.ENOENT:
-                raise Unsupported(f"bind(('{sock_type}', '{variant or kname}')) failed: "
-                                  f"{errno_text(exc)}") from None
-        if not self.type_available(sock_type):
+            missing[(sock_type, kname)] = errno_text(exc)
+    records = plugin.read_drivers()
+    lines = ["drivers (from /proc/crypto; 'afalg' takes the first, "
+             "'afalg:DRIVER' pins one):"]
+    for (sock_type, kname), names in mapped.items():
+        label = f"  {sock_type} {kname} [{', '.join(names)}]"
+        if (sock_type, kname) in missing:
+            lines.append(f"{label}: not in this kernel (bind: {missing[(sock_type, kname)]})")
+        else:
+            lines.append(f"{label}: {describe_drivers(drivers_of(records, kname, sock_type))}")
+    return lines
+
+
+def _set_key_and_tag(tfm: Any, algorithm: Algorithm, key: bytes, label: str) -> None:
+    """Key the bound ``tfm`` (and set an AEAD's tag size); :class:`Unsupported` when refused."""
+    if algorithm.key_size:
+        try:
+            tfm.setsockopt(socket.SOL_ALG, socket.ALG_SET_KEY, key)
+        except OSError as exc:
+            raise Unsupported(f"{label} rejects a "
+                              f"{len(key)}-byte key: {errno_text(exc)}") from None
+    if algorithm.has_tag:
+        try:
+            tfm.setsockopt(socket.SOL_ALG, socket.ALG_SET_AEAD_AUTHSIZE, None,
+                           algorithm.tag_size)
+        except OSError as exc:
+            raise Unsupported(f"{label} rejects a "
+                              f"{algorithm.tag_size}-byte tag: {errno_text(exc)}") from None
+
+
+def _label(kname: str, variant: str | None) -> str:
+    """``driver 'DRIVER'`` when pinned, else ``the kernel's NAME``: the subject of an error."""
+    return f"driver '{variant}'" if variant else f"the kernel's {kname}"
+
+
+def _bind(plugin: AfalgPlugin, alg: Algorithm, sock_type: str, kname: str,
+          variant: str | None) -> Any:
+    """The tfm socket bound to ``variant or kname``; :class:`Unsupported` or
+    :class:`Unavailable` with the kernel's reason when the bind fails."""
+    try:
+        return plugin.new_socket_bound(sock_type, variant or kname)
+    except AttributeError:
+        raise Unavailable("this Python has no socket.AF_ALG (AF_ALG is Linux only)") from None
+    except ValueError as exc:  # Python refuses names of 64 bytes or more
+        raise Unsupported(f"cannot bind '{variant or kname}': {exc}") from None
+    except OSError as exc:
+        if exc.errno in (errno.EAFNOSUPPORT, errno.EPERM, errno.EACCES):
+            raise Unavailable(socket_error(exc)) from None
+        if exc.errno != errno.ENOENT:
+            raise Unsupported(f"bind(('{sock_type}', '{variant or kname}')) failed: "
+                              f"{errno_text(exc)}") from None
+    if not plugin.type_available(sock_type):
+        raise Unsupported(
+            f"AF_ALG type '{sock_type}' is not available: bind() gives [ENOENT] for every "
+            f"{sock_type} algorithm tried (module algif_{sock_type} missing or blacklisted)")
+    if not variant:
+        raise Unsupported(f"the kernel has no {sock_type} algorithm '{kname}' for {alg.name}: "
+                          "bind() gives [ENOENT] (not built, or its module cannot load)")
+    raise Unsupported(f"the kernel has no {sock_type} driver '{variant}': bind() gives "
+                      f"[ENOENT]; {_drivers_here(plugin, sock_type, kname)}")
+
+
+def _drivers_here(plugin: AfalgPlugin, sock_type: str, kname: str) -> str:
+    """``drivers of cbc(aes) here: ...``, binding ``kname`` first to instantiate templates."""
+    try:
+        plugin.new_socket_bound(sock_type, kname).close()
+    except OSError as exc:
+        return f"the kernel has no {kname} at all (bind: {errno_text(exc)})"
+    found = drivers_of(plugin.read_drivers(), kname, sock_type)
+    return f"drivers of {kname} here: {describe_drivers(found)}"
+
+
+def _identify(plugin: AfalgPlugin, alg: Algorithm, sock_type: str, kname: str,
+              variant: str | None) -> Driver | None:
+    """The /proc/crypto record of the implementation just bound (None if not listed)."""
+    records = plugin.read_drivers()
+    if variant:
+        pinned = [r for r in records if r.driver == variant and r.usable_as(sock_type)]
+        if not pinned:
+            best = drivers_of(records, variant, sock_type)  # a cra_name was given
+            return best[0] if best else None
+        if pinned[0].name != kname:
             raise Unsupported(
-                f"AF_ALG type '{sock_type}' is not available: bind() gives [ENOENT] for every "
-                f"{sock_type} algorithm tried (module algif_{sock_type} missing or blacklisted)")
-        if not variant:
-            raise Unsupported(f"the kernel has no {sock_type} algorithm '{kname}' for {alg.name}: "
-                              "bind() gives [ENOENT] (not built, or its module cannot load)")
-        raise Unsupported(f"the kernel has no {sock_type} driver '{variant}': bind() gives "
-                          f"[ENOENT]; {self._drivers_here(sock_type, kname)}")
-
-    def _drivers_here(self, sock_type: str, kname: str) -> str:
-        """``drivers of cbc(aes) here: ...``, binding ``kname`` first to instantiate templates."""
-        try:
-            self.new_socket_bound(sock_type, kname).close()
-        except OSError as exc:
-            return f"the kernel has no {kname} at all (bind: {errno_text(exc)})"
-        found = drivers_of(self.read_drivers(), kname, sock_type)
-        return f"drivers of {kname} here: {describe_drivers(found)}"
-
-    def _identify(self, alg: Algorithm, sock_type: str, kname: str,
-                  variant: str | None) -> Driver | None:
-        """The /proc/crypto record of the implementation just bound (None if not listed)."""
-        records = self.read_drivers()
-        if variant:
-            pinned = [r for r in records if r.driver == variant and r.usable_as(sock_type)]
-            if not pinned:
-                best = drivers_of(records, variant, sock_type)  # a cra_name was given
-                return best[0] if best else None
-            if pinned[0].name != kname:
-                raise Unsupported(
-                    f"driver '{variant}' implements {pinned[0].name}, not {kname} ({alg.name}); "
-                    f"{self._drivers_here(sock_type, kname)}")
-            return pinned[0]
-        best = drivers_of(records, kname, sock_type)
-        return best[0] if best else None
+                f"driver '{variant}' implements {pinned[0].name}, not {kname} ({alg.name}); "
+                f"{_drivers_here(plugin, sock_type, kname)}")
+        return pinned[0]
+    best = drivers_of(records, kname, sock_type)
+    return best[0] if best else None
 
 
 #: The built-in plugin of this module (found by :func:`pytest_qcrypto.backends.builtin_plugins`).
