@@ -14,6 +14,7 @@ from __future__ import annotations
 
 from collections.abc import Generator, Iterator
 from itertools import product
+from types import TracebackType
 from typing import Any, Protocol
 
 import pytest
@@ -275,8 +276,10 @@ class RunGuard:
     def pytest_runtest_logfinish(self, nodeid: str) -> None:
         self.interrupts.finished(nodeid)
 
-    def pytest_keyboard_interrupt(self) -> None:
+    @pytest.hookimpl(tryfirst=True)  # before the terminal reporter draws the interrupt
+    def pytest_keyboard_interrupt(self, excinfo: pytest.ExceptionInfo[BaseException]) -> None:
         self.interrupts.note("KeyboardInterrupt")
+        with_line_numbers(excinfo)
 
     def pytest_runtest_logreport(self, report: pytest.TestReport) -> None:
         if (not self.worker and report.when == "setup" and report.skipped
@@ -296,3 +299,40 @@ class RunGuard:
 
     def pytest_unconfigure(self) -> None:
         self.interrupts.restore()
+
+
+def with_line_numbers(excinfo: pytest.ExceptionInfo[BaseException]) -> None:
+    """Give every entry of an interrupt's traceback a line number, so pytest can draw it.
+
+    A signal can land where CPython 3.11 records no line (``tb_lineno`` None),
+    and pytest's drawing of the interrupt then fails with a ``TypeError`` and
+    exit status 1 instead of 2.  Such entries get their frame's current line
+    (else the function's first); a traceback without them is left as it is.
+    """
+    tb = excinfo.tb
+    if not any(e.tb_lineno is None for e in _entries(tb)):
+        return
+    fixed = lines_filled(tb)
+    excinfo.value.__traceback__ = fixed
+    if hasattr(excinfo, "_excinfo") and hasattr(excinfo, "_traceback"):
+        excinfo._excinfo = (excinfo.type, excinfo.value, fixed)  # what pytest draws from
+        excinfo._traceback = None  # the entries pytest may have cached
+
+
+def _entries(tb: Any) -> list[Any]:
+    out = []
+    while tb is not None:
+        out.append(tb)
+        tb = tb.tb_next
+    return out
+
+
+def lines_filled(tb: Any) -> TracebackType | None:
+    """A copy of traceback ``tb`` in which an entry without a line number has one."""
+    rebuilt: TracebackType | None = None
+    for e in reversed(_entries(tb)):
+        line = e.tb_lineno
+        if line is None:
+            line = e.tb_frame.f_lineno or e.tb_frame.f_code.co_firstlineno
+        rebuilt = TracebackType(rebuilt, e.tb_frame, e.tb_lasti, line)
+    return rebuilt

@@ -342,3 +342,32 @@ def test_a_signal_while_a_finished_run_saves_loses_nothing(pytester, sig):
     assert saved.complete is True, out
     assert [(r.plugin, r.size) for r in saved.results] == [("hashlib", 16), ("hashlib", 64)]
     assert code == pytest.ExitCode.OK, out
+
+
+def test_an_interrupt_traceback_without_line_numbers_can_be_drawn():
+    """Seen in CI (pytest 8.4, Python 3.11): a signal landed where CPython records no line
+    (tb_lineno None), pytest's drawing of the interrupt raised TypeError, and the run exited 1
+    instead of 2.  Such entries get their frame's line before pytest draws them."""
+    from types import SimpleNamespace
+
+    from pytest_qcrypto.matrix import lines_filled, with_line_numbers
+
+    def interrupted():
+        raise KeyboardInterrupt()
+
+    try:
+        interrupted()
+    except KeyboardInterrupt:
+        excinfo = pytest.ExceptionInfo.from_current()
+    real = excinfo.tb
+    lineless = SimpleNamespace(tb_frame=real.tb_frame, tb_lasti=real.tb_lasti, tb_lineno=None,
+                               tb_next=real.tb_next)
+    filled = lines_filled(lineless)
+    assert isinstance(filled.tb_lineno, int) and filled.tb_frame is real.tb_frame
+    assert filled.tb_next.tb_lineno == real.tb_next.tb_lineno  # lines it had are kept
+    excinfo._excinfo = (excinfo.type, excinfo.value, lineless)  # as the signal left it
+    excinfo._traceback = None
+    with pytest.raises(TypeError):
+        excinfo.getrepr(funcargs=True)  # what pytest's terminal reporter does
+    with_line_numbers(excinfo)
+    assert "KeyboardInterrupt" in str(excinfo.getrepr(funcargs=True))
