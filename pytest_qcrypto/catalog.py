@@ -30,6 +30,7 @@ class Kind(str, Enum):
     DIGEST = "digest"
     CIPHER = "cipher"
     AEAD = "aead"
+    MAC = "mac"
 
     __str__ = str.__str__
     __format__ = str.__format__
@@ -41,11 +42,15 @@ class Kind(str, Enum):
 
 
 class Direction(str, Enum):
-    """Which way an operation goes: a digest, an encryption or a decryption (a ``str``)."""
+    """Which way an operation goes (a ``str``): a digest, an encryption, a decryption, a MAC,
+    or a round trip (one encryption then one decryption of the same buffer, as FreeBSD's
+    cryptotest times them: it counts as two operations)."""
 
     DIGEST = "digest"
     ENCRYPT = "encrypt"
     DECRYPT = "decrypt"
+    MAC = "mac"
+    ROUNDTRIP = "roundtrip"
 
     __str__ = str.__str__
     __format__ = str.__format__
@@ -57,7 +62,11 @@ class Direction(str, Enum):
 
 
 _VERBS = {Direction.DIGEST: "digests", Direction.ENCRYPT: "encryptions",
-          Direction.DECRYPT: "decryptions"}
+          Direction.DECRYPT: "decryptions", Direction.MAC: "MACs",
+          Direction.ROUNDTRIP: "round trips"}
+#: How many operations one iteration of each direction is: a round trip is an encryption
+#: and a decryption (FreeBSD cryptotest counts ``2 x count`` crypts).
+OPERATIONS_PER_ITERATION = {Direction.ROUNDTRIP: 2}
 
 
 class Check(str, Enum):
@@ -67,6 +76,7 @@ class Check(str, Enum):
     ENCRYPT = "encrypt"  # the encryption of the input is the output (AEAD: ciphertext || tag)
     DECRYPT = "decrypt"  # the decryption of the output is the input
     REJECTS_BAD_TAG = "rejects a bad tag"  # a tampered tag raises AuthenticationError
+    MAC = "mac"  # the MAC of the input under the vector's key is the output
 
     __str__ = str.__str__
     __format__ = str.__format__
@@ -77,8 +87,9 @@ class KindRules:
     """The rules of one :class:`Kind`, as data: everything the package asks of a kind.
 
     ``word`` names the kind in messages (``AEAD``); ``table_word`` is the word of the
-    qcrypto table header and of the option that selects it (``--qcrypto-cipher``: AEADs
-    are ciphers there).  ``directions`` are the ways it is measured, the first being the
+    qcrypto table header (``Benchmark results for 'sha256' digest``: AEADs are ciphers
+    there); ``option`` the word of the option that selects it (``--qcrypto-cipher``,
+    ``--qcrypto-mac``).  ``directions`` are the ways it is measured, the first being the
     default.  ``operation`` is what one timed operation is (the unit of ``count``),
     ``size_means`` what the buffer size (bytes) counts.  ``keyed``: takes a key and an IV
     or nonce; ``nonce_per_operation``: each operation takes a fresh nonce from
@@ -89,6 +100,7 @@ class KindRules:
     kind: Kind
     word: str
     table_word: str
+    option: str
     directions: tuple[Direction, ...]
     operation: str
     size_means: str
@@ -101,25 +113,33 @@ class KindRules:
 #: Each kind's rules.
 RULES: dict[Kind, KindRules] = {
     Kind.DIGEST: KindRules(
-        Kind.DIGEST, "digest", "digest", (Direction.DIGEST,),
+        Kind.DIGEST, "digest", "digest", "digest", (Direction.DIGEST,),
         operation=("hash one buffer from a fresh context and finalize "
                    "(what openssl speed times with its one-shot EVP_Digest)"),
         size_means="bytes hashed per operation", keyed=False, nonce_per_operation=False,
         tag=False, checks=(Check.DIGEST,)),
     Kind.CIPHER: KindRules(
-        Kind.CIPHER, "cipher", "cipher", (Direction.ENCRYPT, Direction.DECRYPT),
+        Kind.CIPHER, "cipher", "cipher", "cipher",
+        (Direction.ENCRYPT, Direction.DECRYPT, Direction.ROUNDTRIP),
         operation=("encrypt (or decrypt) one buffer through one keyed context kept for the "
                    "whole measurement: a streaming update (what openssl speed does for CBC/CTR)"),
         size_means="bytes of plaintext (or ciphertext) per operation", keyed=True,
         nonce_per_operation=False, tag=False, checks=(Check.ENCRYPT, Check.DECRYPT)),
     Kind.AEAD: KindRules(
-        Kind.AEAD, "AEAD", "cipher", (Direction.ENCRYPT, Direction.DECRYPT),
+        Kind.AEAD, "AEAD", "cipher", "cipher",
+        (Direction.ENCRYPT, Direction.DECRYPT, Direction.ROUNDTRIP),
         operation=("one whole message with the key set up once: new nonce, encrypt, tag; "
                    "decrypt verifies the tag (openssl speed re-keys GCM per operation and "
                    "streams ChaCha20-Poly1305 without a tag)"),
         size_means="bytes of plaintext per message (the tag not counted)", keyed=True,
         nonce_per_operation=True, tag=True,
         checks=(Check.ENCRYPT, Check.DECRYPT, Check.REJECTS_BAD_TAG)),
+    Kind.MAC: KindRules(
+        Kind.MAC, "MAC", "MAC", "mac", (Direction.MAC,),
+        operation=("MAC one buffer under a key set up once: a fresh keyed state per "
+                   "operation, update, finalize (what openssl speed -mac does)"),
+        size_means="bytes authenticated per operation", keyed=True,
+        nonce_per_operation=False, tag=False, checks=(Check.MAC,)),
 }
 
 #: Every kind, in catalog order.
@@ -127,16 +147,21 @@ KINDS: tuple[Kind, ...] = tuple(Kind)
 #: Every direction.
 DIRECTIONS: tuple[Direction, ...] = tuple(Direction)
 
-#: The kinds each table word (and selection option) covers, in catalog order:
-#: ``{"digest": (Kind.DIGEST,), "cipher": (Kind.CIPHER, Kind.AEAD)}``.
+#: The kinds each table word covers, in catalog order:
+#: ``{"digest": (Kind.DIGEST,), "cipher": (Kind.CIPHER, Kind.AEAD), "MAC": (Kind.MAC,)}``.
 TABLE_GROUPS: dict[str, tuple[Kind, ...]] = {}
+#: The kinds each selection option word covers (``--qcrypto-mac``):
+#: ``{"digest": (Kind.DIGEST,), "cipher": (Kind.CIPHER, Kind.AEAD), "mac": (Kind.MAC,)}``.
+OPTION_GROUPS: dict[str, tuple[Kind, ...]] = {}
 for _kind in KINDS:
     TABLE_GROUPS[_kind.rules.table_word] = TABLE_GROUPS.get(_kind.rules.table_word, ()) + (_kind,)
+    OPTION_GROUPS[_kind.rules.option] = OPTION_GROUPS.get(_kind.rules.option, ()) + (_kind,)
 
 # Old names, kept for callers not yet moved to the enums.
 DIGEST = Kind.DIGEST
 CIPHER = Kind.CIPHER
 AEAD = Kind.AEAD
+MAC = Kind.MAC
 #: What one timed operation is, per kind (``RULES[kind].operation``).
 OPERATION = {kind: kind.rules.operation for kind in KINDS}
 
@@ -168,7 +193,12 @@ class Algorithm:
     is what a buffer size must be a multiple of (16 for CBC/ECB/XTS data, 1 for
     CTR, GCM and ChaCha20); ``min_size`` is the smallest buffer the mode takes
     (16 for XTS).  For digests ``digest_size`` is the output length and
-    ``block_size`` the compression block.
+    ``block_size`` the compression block.  For MACs ``tag_size`` is the
+    length of the MAC (not appended to anything: :attr:`has_tag` is for AEADs),
+    ``key_size`` the benchmark's key (an HMAC takes a key of any length; the
+    digest's output length, as RFC 2104 recommends), ``block_size`` that of the
+    underlying digest or cipher, ``family`` the underlying digest (``sha256``) or
+    cipher (``aes``).
     """
 
     name: str
@@ -210,12 +240,20 @@ class Algorithm:
         """The directions it is measured in; the first is the default."""
         return self.rules.directions
 
-    def direction(self, decrypt: bool = False) -> Direction:
-        """``decrypt`` when asked and the kind has it, else the kind's default direction
-        (``digest`` for digests, ``encrypt`` for ciphers and AEADs)."""
+    def direction(self, decrypt: bool = False, roundtrip: bool = False) -> Direction:
+        """``roundtrip`` or ``decrypt`` when asked and the kind has it (a round trip before a
+        decryption), else the kind's default direction (``digest`` for digests, ``encrypt``
+        for ciphers and AEADs, ``mac`` for MACs)."""
+        if roundtrip and self.can_roundtrip:
+            return Direction.ROUNDTRIP
         if decrypt and self.can_decrypt:
             return Direction.DECRYPT
         return self.directions[0]
+
+    @property
+    def can_roundtrip(self) -> bool:
+        """Whether it has a round-trip direction (ciphers and AEADs)."""
+        return Direction.ROUNDTRIP in self.directions
 
     @property
     def can_decrypt(self) -> bool:
@@ -236,18 +274,6 @@ class Algorithm:
         """Whether its kind is one of ``kinds``."""
         return self.kind in kinds
 
-    def direction(self, decrypt: bool = False) -> str:
-        """``decrypt`` when asked and the kind has it, else the kind's default direction
-        (``digest`` for digests, ``encrypt`` for ciphers and AEADs)."""
-        if decrypt and self.can_decrypt:
-            return "decrypt"
-        return "digest" if self.kind == DIGEST else "encrypt"
-
-    @property
-    def can_decrypt(self) -> bool:
-        """Whether it has a decrypt direction (ciphers and AEADs)."""
-        return self.kind != DIGEST
-
     def size_problem(self, size: int) -> str | None:
         """Why ``size`` (bytes) is not a valid buffer for this algorithm, or None."""
         if size < self.min_size:
@@ -264,6 +290,18 @@ class Algorithm:
 
 def _digest(name: str, size: int, block: int, *aliases: str) -> Algorithm:
     return Algorithm(name, DIGEST, aliases, digest_size=size, block_size=block)
+
+
+def _hmac(digest: str, size: int, block: int) -> Algorithm:
+    """HMAC (RFC 2104) over a catalog digest: key of the digest's length, tag as long as it."""
+    return Algorithm(f"hmac-{digest}", MAC, (f"hmac({digest})", f"{digest}-hmac"),
+                     block_size=block, key_size=size, tag_size=size, family=digest)
+
+
+def _cbc64(name: str, key: int, family: str, *aliases: str) -> Algorithm:
+    """A 64-bit block cipher in CBC mode (8-byte block and IV), as FreeBSD cryptotest has them."""
+    return Algorithm(name, CIPHER, aliases, block_size=8, key_size=key, iv_size=8, mode="cbc",
+                     granularity=8, family=family)
 
 
 def _aes(bits: int, mode: str) -> Algorithm:
@@ -287,7 +325,10 @@ def _aes(bits: int, mode: str) -> Algorithm:
 #: Every algorithm, canonical name first.  Sources of the parameters:
 #: FIPS 180-4 (SHA-1, SHA-2), FIPS 202 (SHA-3), RFC 1321 (MD5), RFC 7693 (BLAKE2),
 #: GB/T 32905-2016 (SM3), FIPS 197 + SP 800-38A (AES modes), SP 800-38D (GCM),
-#: IEEE 1619-2007 (XTS), RFC 8439 (ChaCha20, Poly1305), SP 800-67 (TDEA).
+#: IEEE 1619-2007 (XTS), RFC 8439 (ChaCha20, Poly1305), SP 800-67 (TDEA),
+#: FIPS 46-3 (DES), Schneier 1993 (Blowfish), RFC 2144 (CAST-128), RFC 2104 (HMAC),
+#: SP 800-38B (CMAC).  Blowfish and CAST5 use OpenSSL's default 16-byte key (FreeBSD
+#: cryptotest uses 30 and 10 bytes; a CAST5 key of 10 bytes or less runs 12 rounds, not 16).
 ALGORITHMS: tuple[Algorithm, ...] = (
     _digest("md5", 16, 64),
     _digest("sha1", 20, 64, "sha-1"),
@@ -315,6 +356,15 @@ ALGORITHMS: tuple[Algorithm, ...] = (
               key_size=32, iv_size=12, tag_size=16, mode="aead", family="chacha20"),
     Algorithm("des-ede3-cbc", CIPHER, ("3des", "3des-cbc", "des3", "tdes", "tdea", "triple-des"),
               block_size=8, key_size=24, iv_size=8, mode="cbc", granularity=8, family="des"),
+    _cbc64("des-cbc", 8, "des", "des"),
+    _cbc64("bf-cbc", 16, "blowfish", "bf", "blowfish", "blowfish-cbc"),
+    _cbc64("cast5-cbc", 16, "cast5", "cast", "cast5", "cast-cbc", "cast128-cbc"),
+    _hmac("md5", 16, 64), _hmac("sha1", 20, 64), _hmac("sha256", 32, 64),
+    _hmac("sha384", 48, 128), _hmac("sha512", 64, 128),
+    Algorithm("cmac-aes-128", MAC, ("cmac(aes)", "aes-128-cmac", "cmac-aes128", "aes-cmac"),
+              block_size=16, key_size=16, tag_size=16, family="aes"),
+    Algorithm("poly1305", MAC, (), block_size=16, key_size=32, tag_size=16, family="poly1305",
+              notes="RFC 8439 section 2.5: a one-time key; a benchmark reuses one key"),
 )
 
 def _compact(name: str) -> str:

@@ -30,7 +30,7 @@ from pytest_qcrypto.settings import Settings, SettingsError
 CASE_KEY = pytest.StashKey[Case]()
 MATRIX_KEY = pytest.StashKey["Matrix"]()
 #: The options that choose algorithms (``--qcrypto-digest``...) and the kinds each takes.
-SELECTION = tuple(catalog.TABLE_GROUPS.items())
+SELECTION = tuple(catalog.OPTION_GROUPS.items())
 
 
 class Run(Protocol):
@@ -75,7 +75,7 @@ def _supported(run: Run) -> set[str]:
 def matrix_algorithms(run: Run) -> list[Algorithm]:
     """The algorithms as named; of ``all``, only those a chosen plugin supports."""
     opt = run.config.getoption
-    typed = settings.split_list(opt("qcrypto_digest") + opt("qcrypto_cipher"))
+    typed = settings.split_list([t for o, _ in SELECTION for t in opt(f"qcrypto_{o}")])
     if settings.ALL not in (t.lower() for t in typed):
         return list(run.settings.algorithms)
     named = {a.name for a in map(catalog.lookup, typed) if a is not None}

@@ -113,6 +113,10 @@ def _ciphers(text: Any, where: str) -> list[catalog.Algorithm]:
     return settings.parse_algorithms(text, (catalog.CIPHER, catalog.AEAD), where)
 
 
+def _macs(text: Any, where: str) -> list[catalog.Algorithm]:
+    return settings.parse_algorithms(text, (catalog.MAC,), where)
+
+
 def _confirm(text: Any, where: str) -> int:
     return gate.parse_whole(text, where, 0, gate.MAX_CONFIRM)
 
@@ -126,6 +130,9 @@ OPTIONS: tuple[Option, ...] = (
     Option("--qcrypto-cipher", action="append", metavar="NAME", default=[], parse=_ciphers,
            help="measure this cipher or AEAD (repeatable, comma lists allowed), e.g. "
                 "aes-128-cbc,chacha20-poly1305; 'all': every one the chosen plugins support."),
+    Option("--qcrypto-mac", action="append", metavar="NAME", default=[], parse=_macs,
+           help="measure this MAC (repeatable, comma lists allowed), e.g. hmac-sha256, "
+                "cmac-aes-128, poly1305; 'all': every one the chosen plugins support."),
     # checked against the registry of crypto plugins (QcryptoRun.selections)
     Option("--qcrypto-plugin", action="append", metavar="NAME", default=[],
            ini="qcrypto_plugins", ini_type="args",

@@ -122,7 +122,8 @@ class RunSettings:
     def __init__(self, config: pytest.Config) -> None:
         self.config = config
         opt = config.getoption
-        self.requested = bool(opt("qcrypto_digest") or opt("qcrypto_cipher"))
+        self.requested = bool(opt("qcrypto_digest") or opt("qcrypto_cipher")
+                              or opt("qcrypto_mac"))
         from_command_line = config.args_source == pytest.Config.ArgsSource.ARGS
         self.matrix_only = self.requested and not from_command_line
         #: the regression gate's options, read by check(); the gate runs when it is wanted
@@ -147,8 +148,11 @@ class RunSettings:
                                                "--qcrypto-digest")
         algorithms += settings.parse_algorithms(opt("qcrypto_cipher"),
                                                 (catalog.CIPHER, catalog.AEAD), "--qcrypto-cipher")
+        algorithms += settings.parse_algorithms(opt("qcrypto_mac"), (catalog.MAC,),
+                                                "--qcrypto-mac")
         if self.requested and not algorithms:
-            raise SettingsError("--qcrypto-digest/--qcrypto-cipher: no algorithm name given")
+            raise SettingsError("--qcrypto-digest/--qcrypto-cipher/--qcrypto-mac: no algorithm "
+                                "name given")
         sizes_given, where = self._ini_or_option("qcrypto_size", "qcrypto_sizes")
         sizes = settings.parse_sizes(sizes_given, where)
         settings.check_sizes(algorithms, sizes, where)

@@ -65,7 +65,8 @@ class Context:
     * ciphers: :meth:`encrypt` / :meth:`decrypt` with an IV;
     * AEADs: :meth:`encrypt` returns ciphertext followed by the tag, and
       :meth:`decrypt` takes that and raises :class:`AuthenticationError` when
-      the tag does not verify.
+      the tag does not verify;
+    * MACs: :meth:`mac` returns the tag of ``data`` under the context's key.
 
     :meth:`runner` returns the timed loop.  ``driver`` names the implementation
     that did the work when the plugin can tell (a kernel driver), and
@@ -84,6 +85,10 @@ class Context:
 
     def encrypt(self, iv: bytes, data: bytes, aad: bytes = b"") -> bytes:
         raise Unsupported(f"{self.algorithm.name} is not a cipher")
+
+    def mac(self, data: bytes) -> bytes:
+        """The MAC (tag, ``algorithm.tag_size`` bytes) of ``data`` under this context's key."""
+        raise Unsupported(f"{self.algorithm.name} is not a MAC")
 
     def decrypt(self, iv: bytes, data: bytes, aad: bytes = b"") -> bytes:
         raise Unsupported(f"{self.algorithm.name} is not a cipher")

@@ -61,7 +61,7 @@ def _cipher_parts(alg: Algorithm, key: bytes, iv: bytes) -> tuple[Any, Any]:
     """(algorithm object, mode object) of pyca for a catalog cipher."""
     from cryptography.hazmat.primitives.ciphers import algorithms, modes
 
-    if alg.family == "aes":
+    if alg.family == "aes" and alg.mode in ("cbc", "ctr", "xts", "ecb"):
         mode = {"cbc": modes.CBC, "ctr": modes.CTR, "xts": modes.XTS}.get(alg.mode)
         return algorithms.AES(key), (modes.ECB() if alg.mode == "ecb" else mode(iv))
     if alg.name == "chacha20":

@@ -101,7 +101,7 @@ class PyCryptodomePlugin(CryptoPlugin):
                 continue
             found.add(name)
         for alg in catalog.ALGORITHMS:
-            if alg.family == "aes" and hasattr(AES, _AES_MODES[alg.mode]):
+            if alg.family == "aes" and alg.mode in _AES_MODES and hasattr(AES, _AES_MODES[alg.mode]):
                 found.add(alg.name)
         for name, module in (("chacha20", "ChaCha20"), ("chacha20-poly1305", "ChaCha20_Poly1305"),
                              ("des-ede3-cbc", "DES3")):
