@@ -30,6 +30,9 @@ def test_every_issue_algorithm_is_in_the_catalog():
               "sha3-384 sha3-512 blake2b512 blake2s256 sm3 aes-128-cbc aes-192-cbc aes-256-cbc "
               "aes-128-ctr aes-192-ctr aes-256-ctr aes-128-ecb aes-256-ecb aes-128-gcm "
               "aes-256-gcm aes-128-xts aes-256-xts chacha20 chacha20-poly1305 des-ede3-cbc")
+    # issue 13: FreeBSD cryptotest's ciphers and its HMACs, CMAC and Poly1305
+    wanted += (" des-cbc bf-cbc cast5-cbc hmac-md5 hmac-sha1 hmac-sha256 hmac-sha384 "
+               "hmac-sha512 cmac-aes-128 poly1305")
     assert set(wanted.split()) == set(catalog.names())
 
 
@@ -37,6 +40,9 @@ def test_every_issue_algorithm_is_in_the_catalog():
     ("aes-128-cbc", 16, 16, 0), ("aes-256-xts", 64, 16, 0), ("aes-128-xts", 32, 16, 0),
     ("aes-256-gcm", 32, 12, 16), ("chacha20", 32, 16, 0), ("chacha20-poly1305", 32, 12, 16),
     ("des-ede3-cbc", 24, 8, 0), ("aes-128-ecb", 16, 0, 0),
+    ("des-cbc", 8, 8, 0), ("bf-cbc", 16, 8, 0), ("cast5-cbc", 16, 8, 0),
+    ("hmac-sha256", 32, 0, 32), ("hmac-sha384", 48, 0, 48), ("cmac-aes-128", 16, 0, 16),
+    ("poly1305", 32, 0, 16),
 ])
 def test_key_iv_and_tag_sizes(name, key, iv, tag):
     alg = catalog.lookup(name)
