@@ -23,9 +23,15 @@ def test_vectors_cite_their_standard():
                 "FIPS", "RFC", "SP 800", "IEEE 1619", "GB/T", "McGrew", "Schneier")), v.name
 
 
-def test_openssl_supports_every_catalog_algorithm_here():
-    # pyca/cryptography's OpenSSL has every catalog algorithm; a gap would hide KAT coverage.
-    assert set(catalog.names()) <= REGISTRY.supported(REGISTRY.resolve("openssl").plugin)
+def test_openssl_supports_every_catalog_algorithm_here_but_single_des():
+    # pyca/cryptography's OpenSSL has every catalog algorithm but des-cbc (pyca has no single
+    # DES); a gap would hide KAT coverage.
+    supported = REGISTRY.supported(REGISTRY.resolve("openssl").plugin)
+    assert set(catalog.names()) - supported == {"des-cbc"}
+
+
+def test_every_catalog_algorithm_is_checked_by_some_plugin_here():
+    assert set(catalog.names()) - {a for _, a in PAIRS} == set()
 
 
 @pytest.mark.parametrize("plugin, algorithm", PAIRS, ids=[f"{p}-{a}" for p, a in PAIRS])
