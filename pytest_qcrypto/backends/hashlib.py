@@ -95,7 +95,7 @@ class HashlibPlugin(CryptoPlugin):
     def implementation(self, algorithm: Algorithm) -> str:
         """``CPython's _blake2`` or ``OpenSSL 3.0.19``, see :func:`implementation_of`
         (HMACs: :func:`hmac_implementation_of`)."""
-        if algorithm.kind == Kind.MAC:
+        if algorithm.is_of((Kind.MAC,)):
             return hmac_implementation_of(algorithm.family)
         return implementation_of(_hashlib_name(algorithm.name))
 
@@ -109,7 +109,7 @@ class HashlibPlugin(CryptoPlugin):
     def open(self, algorithm: Algorithm, key: bytes, variant: str | None = None) -> Context:
         if variant:
             raise Unsupported(f"the hashlib plugin has no drivers to pin (got ':{variant}')")
-        if algorithm.kind == Kind.MAC and algorithm.name.startswith("hmac-"):
+        if algorithm.is_of((Kind.MAC,)) and algorithm.name.startswith("hmac-"):
             return _HmacContext(algorithm, key)
         if algorithm.keyed:
             raise Unsupported(f"hashlib has digests and HMACs only, not the {algorithm.word} "

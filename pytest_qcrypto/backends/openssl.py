@@ -165,7 +165,7 @@ class OpenSSLPlugin(CryptoPlugin):
 
         found = set()
         for alg in catalog.ALGORITHMS:
-            if alg.kind == Kind.MAC:
+            if alg.is_of((Kind.MAC,)):
                 if _mac_supported(alg):
                     found.add(alg.name)
             elif not alg.keyed:

@@ -104,7 +104,7 @@ class PyCryptodomePlugin(CryptoPlugin):
     def implementation(self, algorithm: Algorithm) -> str:
         """``PyCryptodome 3.20.0 (its own C code)``: no algorithm goes to OpenSSL; its HMAC
         and CMAC are ``(Python HMAC/CMAC over its own C code)``."""
-        if algorithm.kind == Kind.MAC:
+        if algorithm.is_of((Kind.MAC,)):
             return f"{self.version()} (Python HMAC/CMAC over its own C code)"
         return f"{self.version()} (its own C code)"
 
