@@ -17,6 +17,7 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 
+from pytest_qcrypto.catalog import Direction
 from pytest_qcrypto.harness import Measurement
 
 SKIPPED, FAILED = "skipped", "failed"
@@ -83,7 +84,7 @@ class Table:
 
 
 def _verb(table: Table) -> str:
-    return {"digest": "digests", "encrypt": "encryptions", "decrypt": "decryptions"}[table.direction]
+    return Direction(table.direction).verb
 
 
 def header(table: Table, unit: str = "KiB/s") -> str:
