@@ -585,6 +585,13 @@ def _reference_mac(name, key, data):
 MACS = ("hmac-sha256", "hmac-md5", "cmac-aes-128", "poly1305")
 
 
+@pytest.mark.parametrize("name", (*MACS, "des-cbc", "bf-cbc", "cast5-cbc"))
+def test_known_answers_of_the_macs_and_64_bit_ciphers_through_the_double(kernel, plugin, name):
+    a = alg(name)
+    assert kat.check_vectors("afalg", a, lambda key: plugin.open(a, key)) == len(kat.vectors(name)) > 0
+    assert not kernel.open_sockets
+
+
 @pytest.mark.parametrize("size", (0, 16, 1000, CHUNK + 1, 300_000))
 @pytest.mark.parametrize("name", MACS)
 def test_mac_is_the_tag_of_the_buffer_under_the_key(kernel, plugin, name, size):
