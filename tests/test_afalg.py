@@ -974,3 +974,21 @@ def test_request_error_at_one_size_fails_that_item_with_errno_and_driver(pyteste
 def test_source_says_what_one_operation_is():
     doc = Path(afalg.__file__).read_text()
     assert "one request per buffer" in doc and "if_alg.h" in doc
+
+
+def test_mac_and_64_bit_cipher_tables_from_the_command_line(pytester, fake_kernel_plugin):
+    r = pytester.runpytest_inprocess(
+        "--qcrypto-mac", "hmac-sha256", "--qcrypto-mac", "poly1305", "--qcrypto-cipher",
+        "bf-cbc", "--qcrypto-plugin", "afalg", "--qcrypto-size", "16,1024", *FAST)
+    assert r.ret == 0, r.stdout.str()
+    for header, driver in (("Benchmark results for 'hmac-sha256' MAC (KiB/s):",
+                            "hmac(sha256-avx2)"),
+                           ("Benchmark results for 'poly1305' MAC (KiB/s):", "poly1305-simd"),
+                           ("Benchmark results for 'bf-cbc' cipher (KiB/s):",
+                            "cbc-blowfish-asm")):
+        at = r.outlines.index(header)
+        row = next(x for x in r.outlines[at:] if x.startswith("afalg "))
+        assert len(row.split()) == 3 and all("." in c for c in row.split()[1:]), row
+        assert f"  afalg: driver {driver} (software)" in r.outlines[at:]
+    r.assert_outcomes(passed=6)
+    assert not fake_kernel_plugin.open_sockets

@@ -1105,3 +1105,21 @@ def test_list_shows_the_device_and_what_to_load(pytester, monkeypatch):
     assert "devcrypto (aliases: cryptodev, dev-crypto): unavailable: no /dev/crypto here: load " \
            "the cryptodev-linux module: modprobe cryptodev" in out
     assert "  device: /dev/crypto" in out
+
+
+def test_hmac_and_des_tables_from_the_command_line(pytester, builtin_on_double):
+    r = pytester.runpytest_inprocess("--qcrypto-mac", "hmac-sha1", "--qcrypto-cipher", "des-cbc",
+                                     "--qcrypto-cipher", "cast5-cbc", "--qcrypto-plugin",
+                                     "devcrypto", "--qcrypto-size", "16,4096", *FAST)
+    out = r.stdout.str()
+    for header, driver in (("Benchmark results for 'hmac-sha1' MAC (KiB/s):", "hmac(sha1-avx2)"),
+                           ("Benchmark results for 'des-cbc' cipher (KiB/s):",
+                            "cbc(des-generic)")):
+        at = r.outlines.index(header)
+        row = next(x for x in r.outlines[at:] if x.startswith("devcrypto "))
+        assert len(row.split()) == 3 and all("." in c for c in row.split()[1:]), row
+        assert f"  devcrypto: driver {driver} (software)" in r.outlines[at:]
+    assert "[EINVAL] Invalid argument (cryptodev-linux 1.14 maps no kernel cipher to " \
+           "CRYPTO_CAST_CBC (4))" in out
+    r.assert_outcomes(passed=4, skipped=2)
+    assert not builtin_on_double.sessions and not builtin_on_double.open_fds
