@@ -588,7 +588,8 @@ MACS = ("hmac-sha256", "hmac-md5", "cmac-aes-128", "poly1305")
 @pytest.mark.parametrize("name", (*MACS, "des-cbc", "bf-cbc", "cast5-cbc"))
 def test_known_answers_of_the_macs_and_64_bit_ciphers_through_the_double(kernel, plugin, name):
     a = alg(name)
-    assert kat.check_vectors("afalg", a, lambda key: plugin.open(a, key)) == len(kat.vectors(name)) > 0
+    ran = kat.check_vectors("afalg", a, lambda key: plugin.open(a, key))
+    assert ran == len(kat.vectors(name)) > 0
     assert not kernel.open_sockets
 
 

@@ -294,7 +294,8 @@ class CryptodevDouble:
             raise self.fail(errno.EINVAL)
         if cipher and len(key) not in spec.keys:
             raise self.fail(errno.EINVAL)
-        if spec.kind == "mac" and (len(mackey) > 512 or (spec.keys and len(mackey) not in spec.keys)):
+        if spec.kind == "mac" and (len(mackey) > 512
+                                   or (spec.keys and len(mackey) not in spec.keys)):
             raise self.fail(errno.EINVAL)  # CRYPTO_HMAC_MAX_KEY_LEN; Poly1305: 32 bytes
         self._next += 7
         self.sessions[self._next] = {"spec": spec, "key": key, "mackey": mackey,

@@ -12,10 +12,10 @@ its highest-priority driver; ``afalg:DRIVER`` binds a driver name instead
 (``afalg:sha256-generic``, ``afalg:cbc-aes-aesni``), which pins one
 implementation, and ``afalg:soft`` binds the kernel's generic C driver
 (:func:`soft_driver`: ``cbc(aes-generic)``, ``hmac(sha256-generic)``), never
-CPU-instruction code (AES-NI, AVX2) nor an off-CPU engine.  After the bind, ``/proc/crypto`` names the driver that does
-the work (:attr:`Context.driver`); whether it runs off the CPU
-(:attr:`Context.hardware`) comes from the driver's ``CRYPTO_ALG_KERN_DRIVER_ONLY``
-flag, asked over ``NETLINK_CRYPTO`` (``linux/cryptouser.h``), or failing that
+CPU-instruction code (AES-NI, AVX2) nor an off-CPU engine.  After the bind,
+``/proc/crypto`` names the driver that does the work (:attr:`Context.driver`);
+whether it runs off the CPU (:attr:`Context.hardware`) comes from the driver's
+``CRYPTO_ALG_KERN_DRIVER_ONLY`` flag, asked over ``NETLINK_CRYPTO`` (``linux/cryptouser.h``), or failing that
 guessed from its module.
 
 What one timed operation sends (sizes in bytes):
