@@ -15,8 +15,8 @@ implementation, and ``afalg:soft`` binds the kernel's generic C driver
 CPU-instruction code (AES-NI, AVX2) nor an off-CPU engine.  After the bind,
 ``/proc/crypto`` names the driver that does the work (:attr:`Context.driver`);
 whether it runs off the CPU (:attr:`Context.hardware`) comes from the driver's
-``CRYPTO_ALG_KERN_DRIVER_ONLY`` flag, asked over ``NETLINK_CRYPTO`` (``linux/cryptouser.h``), or failing that
-guessed from its module.
+``CRYPTO_ALG_KERN_DRIVER_ONLY`` flag, asked over ``NETLINK_CRYPTO``
+(``linux/cryptouser.h``), or failing that guessed from its module.
 
 What one timed operation sends (sizes in bytes):
 
