@@ -13,11 +13,14 @@ from __future__ import annotations
 
 import errno
 import hashlib
+import hmac
 import os
 import socket
 from pathlib import Path
 
 import pytest
+from cryptography.hazmat.decrepit.ciphers.algorithms import CAST5, Blowfish, TripleDES
+from cryptography.hazmat.primitives import cmac, poly1305
 from cryptography.hazmat.primitives.ciphers import Cipher, algorithms, modes
 from cryptography.hazmat.primitives.ciphers.aead import AESGCM
 
@@ -43,9 +46,35 @@ def _hash(name):
     return lambda key: hashlib.new(name)
 
 
-def _cbc(key, iv, enc):
-    c = Cipher(algorithms.AES(key), modes.CBC(iv))
+#: CBC ciphers of the double: what -> (block cipher, key lengths the kernel's setkey takes).
+CBC = {"cbc": (algorithms.AES, (16, 24, 32)), "cbc-des": (TripleDES, (8,)),
+       "cbc-bf": (Blowfish, tuple(range(4, 57))), "cbc-cast5": (CAST5, tuple(range(5, 17)))}
+
+
+def _cbc(key, iv, enc, what="cbc"):
+    key = key * 3 if what == "cbc-des" else key  # DES = TripleDES with K1 = K2 = K3
+    c = Cipher(CBC[what][0](key), modes.CBC(iv))
     return c.encryptor() if enc else c.decryptor()
+
+
+def _block(what):
+    return 8 if what in CBC and what != "cbc" else 16
+
+
+def _hash_of(what, key, message):
+    """What a hash socket of the double returns for ``message`` (the key set on the tfm,
+    or for poly1305 the first 32 bytes of the message, as crypto/poly1305_generic.c)."""
+    if what.startswith("hmac-"):
+        return hmac.new(key, message, what[5:]).digest()
+    if what == "cmac":
+        c = cmac.CMAC(algorithms.AES(key))
+        c.update(message)
+        return c.finalize()
+    if what == "poly1305":
+        if len(message) < 32:
+            raise OSError(errno.ENOKEY, os.strerror(errno.ENOKEY))
+        return poly1305.Poly1305.generate_tag(message[:32], message[32:])
+    return hashlib.new(what, message).digest()
 
 
 #: (type, cra_name) -> (driver, priority, what it computes)
@@ -57,9 +86,18 @@ ALGS = {
     ("skcipher", "ecb(aes)"): ("ecb-aes-aesni", 400, "ecb"),
     ("skcipher", "xts(aes)"): ("xts-aes-aesni", 401, "xts"),
     ("aead", "gcm(aes)"): ("generic-gcm-aesni", 400, "gcm"),
+    ("hash", "hmac(sha256)"): ("hmac(sha256-avx2)", 170, "hmac-sha256"),
+    ("hash", "hmac(md5)"): ("hmac(md5-generic)", 100, "hmac-md5"),
+    ("hash", "cmac(aes)"): ("cmac(aes-aesni)", 300, "cmac"),
+    ("hash", "poly1305"): ("poly1305-simd", 300, "poly1305"),
+    ("skcipher", "cbc(des)"): ("cbc(des-generic)", 100, "cbc-des"),
+    ("skcipher", "cbc(blowfish)"): ("cbc-blowfish-asm", 300, "cbc-bf"),
+    ("skcipher", "cbc(cast5)"): ("cbc-cast5-avx", 200, "cbc-cast5"),
 }
 #: Extra drivers by name only (lower priority): bind pins them.
-EXTRA_DRIVERS = {("hash", "sha256-generic"): ("sha256", 100, "sha256")}
+EXTRA_DRIVERS = {("hash", "sha256-generic"): ("sha256", 100, "sha256"),
+                 ("hash", "hmac(sha256-generic)"): ("hmac(sha256)", 100, "hmac-sha256"),
+                 ("skcipher", "cbc(aes-generic)"): ("cbc(aes)", 100, "cbc")}
 
 
 def proc_crypto_text(algs=ALGS, extra=EXTRA_DRIVERS) -> str:
@@ -108,6 +146,10 @@ class FakeAlgKernel:
         return None
 
 
+#: Unkeyed hashes of the double.
+HASHES = ("sha256", "sha1")
+
+
 class FakeTfm:
     def __init__(self, kernel: FakeAlgKernel) -> None:
         self.kernel, self.what, self.key, self.authsize = kernel, None, None, 16
@@ -122,7 +164,10 @@ class FakeTfm:
     def setsockopt(self, level, opt, value, optlen=None):
         assert level == SOL_ALG
         if opt == ALG_SET_KEY:
-            if self.what in ("cbc", "ctr", "ecb", "gcm") and len(value) not in (16, 24, 32):
+            if self.what == "poly1305" or self.what in HASHES:  # shash_no_setkey
+                raise OSError(errno.ENOSYS, os.strerror(errno.ENOSYS))
+            keys = CBC[self.what][1] if self.what in CBC else (16, 24, 32)
+            if self.what in (*CBC, "ctr", "ecb", "gcm", "cmac") and len(value) not in keys:
                 raise OSError(errno.EINVAL, os.strerror(errno.EINVAL))
             self.key = bytes(value)
         elif opt == ALG_SET_AEAD_AUTHSIZE:
@@ -130,7 +175,7 @@ class FakeTfm:
             self.authsize = optlen
 
     def accept(self):
-        if self.what in ("cbc", "ctr", "ecb", "xts", "gcm") and self.key is None:
+        if self.what not in (*HASHES, "poly1305") and self.key is None:
             raise OSError(errno.ENOKEY, os.strerror(errno.ENOKEY))
         return FakeOp(self), None
 
@@ -145,7 +190,7 @@ class FakeOp:
         self.queue, self.more, self.init = bytearray(), False, False
         self.enc, self.iv, self.assoclen = False, b"", 0
         self.sndbuf = self.rcvbuf = self.k.sndbuf
-        self.hash, self.digest = None, None
+        self.message, self.digest = bytearray(), None
 
     # -- sending ----------------------------------------------------------------
     def sendmsg_afalg(self, msg=(), *, op, iv=None, assoclen=None, flags=0):
@@ -154,13 +199,17 @@ class FakeOp:
             raise AssertionError("hashes take no op/IV control message")
         return self._send(data, flags, (op, iv, assoclen or 0))
 
+    def sendmsg(self, buffers, ancdata=(), flags=0):
+        assert not ancdata
+        return self.send(b"".join(bytes(b) for b in buffers), flags)
+
     def send(self, data, flags=0):
         if self.tfm.typ == "hash":
             if not self.more:
-                self.hash = hashlib.new(self.tfm.what)
-            self.hash.update(bytes(data))
+                self.message = bytearray()
+            self.message += bytes(data)
             self.more = bool(flags & MSG_MORE)
-            self.digest = None if self.more else self.hash.digest()
+            self.digest = None if self.more else bytes(self.message)
             self.k.sends.append((len(data), flags))
             return len(data)
         return self._send(bytes(data), flags, None)
@@ -194,9 +243,10 @@ class FakeOp:
         view = memoryview(buf).cast("B")
         n = nbytes or len(view)
         if self.tfm.typ == "hash":
-            digest = self.digest or hashlib.new(self.tfm.what).digest()
-            view[:len(digest)] = digest
-            return len(digest)
+            digest = _hash_of(self.tfm.what, self.tfm.key, self.digest or b"")
+            self.digest = None
+            view[:len(digest)] = digest[:n]
+            return min(n, len(digest))
         if self.tfm.typ == "aead":
             return self._aead(view, n)
         if not self.queue:
@@ -205,7 +255,7 @@ class FakeOp:
             raise OSError(errno.ENOMEM, os.strerror(errno.ENOMEM))
         take = min(n, len(self.queue))
         if self.more:
-            take -= take % 16
+            take -= take % _block(self.tfm.what)
         if take == 0:
             raise AssertionError("recv of less than a block while MSG_MORE is set would block")
         data = bytes(self.queue[:take])
@@ -215,9 +265,11 @@ class FakeOp:
 
     def _skcipher(self, data):
         key, what, iv = self.tfm.key, self.tfm.what, self.iv
-        if what == "cbc":
-            out = (lambda c: c.update(data) + c.finalize())(_cbc(key, iv, self.enc))
-            self.iv = (out if self.enc else data)[-16:]
+        if what in CBC:
+            if len(data) % _block(what):
+                raise OSError(errno.EINVAL, os.strerror(errno.EINVAL))
+            out = (lambda c: c.update(data) + c.finalize())(_cbc(key, iv, self.enc, what))
+            self.iv = (out if self.enc else data)[-_block(what):]
             return out
         if what == "ctr":
             c = Cipher(algorithms.AES(key), modes.CTR(iv)).encryptor()
@@ -327,6 +379,28 @@ def test_kernel_names_of_the_catalog():
     assert kernel_name(alg("blake2b512")) == "blake2b-512"
     assert kernel_name(alg("sha3-256")) == "sha3-256"
     assert kernel_name(alg("sha512-224")) is None  # Linux has no SHA-512/224
+    assert kernel_name(alg("des-cbc")) == "cbc(des)"
+    assert kernel_name(alg("bf-cbc")) == "cbc(blowfish)"
+    assert kernel_name(alg("cast5-cbc")) == "cbc(cast5)"
+    assert [kernel_name(alg(f"hmac-{d}")) for d in ("md5", "sha1", "sha256", "sha384",
+                                                     "sha512")] == \
+        ["hmac(md5)", "hmac(sha1)", "hmac(sha256)", "hmac(sha384)", "hmac(sha512)"]
+    assert kernel_name(alg("cmac-aes-128")) == "cmac(aes)"
+    assert kernel_name(alg("poly1305")) == "poly1305"
+    assert afalg.SOCKET_TYPE[catalog.MAC] == "hash"
+
+
+def test_soft_driver_is_the_generic_c_driver_of_every_primitive():
+    soft = afalg.soft_driver
+    assert soft("sha256") == "sha256-generic"
+    assert soft("blake2b-512") == "blake2b-512-generic"
+    assert soft("cbc(aes)") == "cbc(aes-generic)"
+    assert soft("hmac(sha256)") == "hmac(sha256-generic)"
+    assert soft("cmac(aes)") == "cmac(aes-generic)"
+    assert soft("cbc(des3_ede)") == "cbc(des3_ede-generic)"
+    assert soft("rfc7539(chacha20,poly1305)") == "rfc7539(chacha20-generic,poly1305-generic)"
+    assert soft("gcm(aes)") == "gcm_base(ctr(aes-generic),ghash-generic)"
+    assert soft("xts(aes)") == "xts(ecb(aes-generic))"
 
 
 def test_parse_proc_crypto_and_the_kernel_choice():
@@ -428,6 +502,27 @@ def test_driver_of_another_algorithm(plugin):
         plugin.open(alg("sha256"), b"", "sha1-generic")
 
 
+@pytest.mark.parametrize("name, driver", [("sha256", "sha256-generic"),
+                                          ("hmac-sha256", "hmac(sha256-generic)"),
+                                          ("aes-128-cbc", "cbc(aes-generic)"),
+                                          ("des-cbc", "cbc(des-generic)")])
+def test_soft_binds_the_generic_driver(plugin, name, driver):
+    a = alg(name)
+    ctx = plugin.open(a, key_for(a), "soft")
+    assert (ctx.driver, ctx.hardware) == (driver, False)
+    ctx.close()
+
+
+def test_soft_without_a_generic_driver_says_so_and_lists_the_drivers(kernel, plugin):
+    with pytest.raises(Unsupported) as info:
+        plugin.open(alg("aes-128-ctr"), bytes(16), "soft")
+    assert str(info.value) == (
+        "afalg:soft binds the generic C driver, but the kernel has no skcipher driver "
+        "'ctr(aes-generic)': bind() gives [ENOENT]; drivers of ctr(aes) here: ctr-aes-aesni "
+        "(priority 400)")
+    assert not kernel.open_sockets
+
+
 def test_details_list_each_algorithm_with_drivers(plugin):
     lines = plugin.details()
     assert "  hash sha256 [sha256]: sha256-avx2 (priority 170), sha256-generic (priority 100)" \
@@ -466,7 +561,105 @@ def test_digest_runner(plugin, size):
     ctx.close()
 
 
+# -- contexts: MACs ------------------------------------------------------------------------------
+
+
+def _reference_mac(name, key, data):
+    """The tag from pycryptodome: independent of the pyca code behind the double."""
+    from Crypto.Cipher import AES
+    from Crypto.Hash import CMAC, HMAC, MD5, SHA1, SHA256, SHA384, SHA512
+    from Crypto.Hash import Poly1305 as _  # noqa: F401  (RFC 8439's raw MAC is below)
+    if name.startswith("hmac-"):
+        mods = {"md5": MD5, "sha1": SHA1, "sha256": SHA256, "sha384": SHA384, "sha512": SHA512}
+        return HMAC.new(key, data, mods[name[5:]]).digest()
+    if name == "cmac-aes-128":
+        return CMAC.new(key, data, ciphermod=AES).digest()
+    r = int.from_bytes(key[:16], "little") & 0x0ffffffc0ffffffc0ffffffc0fffffff
+    acc, p = 0, (1 << 130) - 5  # RFC 8439 section 2.5.1
+    for i in range(0, len(data), 16):
+        block = data[i:i + 16] + b"\x01"
+        acc = (acc + int.from_bytes(block, "little")) * r % p
+    return ((acc + int.from_bytes(key[16:], "little")) % (1 << 128)).to_bytes(16, "little")
+
+
+MACS = ("hmac-sha256", "hmac-md5", "cmac-aes-128", "poly1305")
+
+
+@pytest.mark.parametrize("name", (*MACS, "des-cbc", "bf-cbc", "cast5-cbc"))
+def test_known_answers_of_the_macs_and_64_bit_ciphers_through_the_double(kernel, plugin, name):
+    a = alg(name)
+    ran = kat.check_vectors("afalg", a, lambda key: plugin.open(a, key))
+    assert ran == len(kat.vectors(name)) > 0
+    assert not kernel.open_sockets
+
+
+@pytest.mark.parametrize("size", (0, 16, 1000, CHUNK + 1, 300_000))
+@pytest.mark.parametrize("name", MACS)
+def test_mac_is_the_tag_of_the_buffer_under_the_key(kernel, plugin, name, size):
+    a = alg(name)
+    key, data = os.urandom(a.key_size), os.urandom(size)
+    ctx = plugin.open(a, key)
+    assert ctx.mac(data) == _reference_mac(name, key, data)
+    assert ctx.mac(data) == _reference_mac(name, key, data)  # each MAC starts afresh
+    extra = 32 if name == "poly1305" else 0  # its key goes first in every message
+    assert kernel.sends[0][0] == min(size, CHUNK) + extra
+    assert all(n <= CHUNK + extra for n, _ in kernel.sends)
+    with pytest.raises(Unsupported, match=f"{name} is not a digest"):
+        ctx.digest(data)
+    ctx.close()
+
+
+def test_mac_key_is_set_on_the_socket_except_poly1305s(kernel, plugin):
+    ctx = plugin.open(alg("hmac-sha256"), b"k" * 32)
+    assert ctx._tfm.key == b"k" * 32
+    ctx.close()
+    ctx = plugin.open(alg("poly1305"), b"k" * 32)
+    assert ctx._tfm.key is None  # setsockopt(ALG_SET_KEY) would give ENOSYS
+    ctx.close()
+
+
+def test_poly1305_needs_a_32_byte_key_and_leaves_no_socket(kernel, plugin):
+    with pytest.raises(Unsupported, match="^poly1305 takes a 32-byte key, not 16$"):
+        plugin.open(alg("poly1305"), bytes(16))
+    assert not kernel.open_sockets
+
+
+@pytest.mark.parametrize("size", (16, 300_000))
+@pytest.mark.parametrize("name", MACS)
+def test_mac_runner_sends_each_buffer_and_reads_each_tag(kernel, plugin, name, size):
+    a = alg(name)
+    key, data = os.urandom(a.key_size), os.urandom(size)
+    ctx = plugin.open(a, key)
+    kernel.sends.clear()
+    ctx.runner(Workload(data))(3)
+    extra = 32 if name == "poly1305" else 0
+    sends = -(-size // CHUNK)
+    assert len(kernel.sends) == 3 * sends
+    assert sum(n for n, _ in kernel.sends) == 3 * (size + extra)
+    assert ctx.op.digest is None  # every tag was read
+    assert ctx.mac(data) == _reference_mac(name, key, data)
+    ctx.close()
+
+
 # -- contexts: ciphers --------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("size", (8, 4096, CHUNK, 300_000))
+@pytest.mark.parametrize("name", ("des-cbc", "bf-cbc", "cast5-cbc"))
+def test_64_bit_block_ciphers_match_pycryptodome(kernel, plugin, name, size):
+    from Crypto.Cipher import CAST, DES, Blowfish as BF
+    module = {"des-cbc": DES, "bf-cbc": BF, "cast5-cbc": CAST}[name]
+    a = alg(name)
+    key, iv, data = key_for(a), os.urandom(8), os.urandom(size)
+    expect = module.new(key, module.MODE_CBC, iv=iv).encrypt(data)
+    ctx = plugin.open(a, key)
+    assert ctx.encrypt(iv, data) == expect
+    assert ctx.decrypt(iv, expect) == data
+    assert max(n for n, _ in kernel.sends) <= CHUNK
+    run = ctx.runner(Workload(data, iv=iv))
+    run(2)  # the kernel's IV runs on through both buffers
+    assert ctx.op.iv == module.new(key, module.MODE_CBC, iv=iv).encrypt(data + data)[-8:]
+    ctx.close()
 
 
 @pytest.mark.parametrize("name", ("aes-128-cbc", "aes-256-ctr", "aes-128-ecb"))
@@ -782,3 +975,21 @@ def test_request_error_at_one_size_fails_that_item_with_errno_and_driver(pyteste
 def test_source_says_what_one_operation_is():
     doc = Path(afalg.__file__).read_text()
     assert "one request per buffer" in doc and "if_alg.h" in doc
+
+
+def test_mac_and_64_bit_cipher_tables_from_the_command_line(pytester, fake_kernel_plugin):
+    r = pytester.runpytest_inprocess(
+        "--qcrypto-mac", "hmac-sha256", "--qcrypto-mac", "poly1305", "--qcrypto-cipher",
+        "bf-cbc", "--qcrypto-plugin", "afalg", "--qcrypto-size", "16,1024", *FAST)
+    assert r.ret == 0, r.stdout.str()
+    for header, driver in (("Benchmark results for 'hmac-sha256' MAC (KiB/s):",
+                            "hmac(sha256-avx2)"),
+                           ("Benchmark results for 'poly1305' MAC (KiB/s):", "poly1305-simd"),
+                           ("Benchmark results for 'bf-cbc' cipher (KiB/s):",
+                            "cbc-blowfish-asm")):
+        at = r.outlines.index(header)
+        row = next(x for x in r.outlines[at:] if x.startswith("afalg "))
+        assert len(row.split()) == 3 and all("." in c for c in row.split()[1:]), row
+        assert f"  afalg: driver {driver} (software)" in r.outlines[at:]
+    r.assert_outcomes(passed=6)
+    assert not fake_kernel_plugin.open_sockets

@@ -10,16 +10,24 @@ Names: catalog names map to kernel names (:func:`kernel_name`), e.g.
 rfc7539(chacha20,poly1305)``.  ``afalg`` binds that name, so the kernel picks
 its highest-priority driver; ``afalg:DRIVER`` binds a driver name instead
 (``afalg:sha256-generic``, ``afalg:cbc-aes-aesni``), which pins one
-implementation.  After the bind, ``/proc/crypto`` names the driver that does
-the work (:attr:`Context.driver`); whether it runs off the CPU
-(:attr:`Context.hardware`) comes from the driver's ``CRYPTO_ALG_KERN_DRIVER_ONLY``
-flag, asked over ``NETLINK_CRYPTO`` (``linux/cryptouser.h``), or failing that
-guessed from its module.
+implementation, and ``afalg:soft`` binds the kernel's generic C driver
+(:func:`soft_driver`: ``cbc(aes-generic)``, ``hmac(sha256-generic)``), never
+CPU-instruction code (AES-NI, AVX2) nor an off-CPU engine.  After the bind,
+``/proc/crypto`` names the driver that does the work (:attr:`Context.driver`);
+whether it runs off the CPU (:attr:`Context.hardware`) comes from the driver's
+``CRYPTO_ALG_KERN_DRIVER_ONLY`` flag, asked over ``NETLINK_CRYPTO``
+(``linux/cryptouser.h``), or failing that guessed from its module.
 
 What one timed operation sends (sizes in bytes):
 
 * digest: the buffer (in 64 KiB sends with ``MSG_MORE`` above 64 KiB), then
   ``recv`` of the digest: the kernel hashes from a fresh state and finalizes.
+* MAC: a keyed hash socket (``hmac(sha256)``, ``cmac(aes)``), the key set on
+  the tfm before ``accept()``; one operation is the buffer sent as a digest's
+  is, then ``recv`` of the tag: the kernel starts from the keyed state each
+  time.  Poly1305 (``poly1305``, where the kernel has it) has no key on the
+  socket: each operation sends the 32-byte key and the buffer in one
+  ``sendmsg``, which is how the kernel takes its one-time key.
 * cipher: one request per buffer.  The operation and IV are set once when the
   timed loop is made; after that the kernel carries the IV from one request to
   the next (CBC, CTR), like a streaming context.  Above 64 KiB a CBC, CTR or
@@ -58,6 +66,7 @@ from pytest_qcrypto.backends.afalg_kernel import (  # noqa: F401  (CHUNK: users 
     CHUNK,
     CRYPTO_ALG_KERN_DRIVER_ONLY,
     ENGINE_MODULES,
+    KEY_IN_DATA,
     PROC_CRYPTO,
     REFERENCE_NAMES,
     SOCKET_TYPE,
@@ -69,6 +78,7 @@ from pytest_qcrypto.backends.afalg_kernel import (  # noqa: F401  (CHUNK: users 
     kernel_name,
     parse_proc_crypto,
     socket_error,
+    soft_driver,
 )
 from pytest_qcrypto.backends.afalg_kernel import netlink_flags as _netlink_flags
 from pytest_qcrypto.backends.base import Context, CryptoPlugin, Unavailable, Unsupported
@@ -195,12 +205,13 @@ class AfalgPlugin(CryptoPlugin):
         if kname is None:
             raise Unsupported(f"afalg has no kernel name for {algorithm.name}")
         sock_type = SOCKET_TYPE[algorithm.kind]
-        tfm = _bind(self, algorithm, sock_type, kname, variant)
+        pinned = soft_driver(kname) if variant == "soft" else variant
+        tfm = _bind(self, algorithm, sock_type, kname, pinned, soft=variant == "soft")
         try:
-            _set_key_and_tag(tfm, algorithm, key, _label(kname, variant))
-            record = _identify(self, algorithm, sock_type, kname, variant)
+            _set_key_and_tag(tfm, algorithm, key, kname, _label(kname, pinned))
+            record = _identify(self, algorithm, sock_type, kname, pinned)
             cls = CONTEXTS[algorithm.kind]
-            ctx = cls(algorithm, key, tfm)
+            ctx = cls(algorithm, key, tfm, key_in_data=kname in KEY_IN_DATA)
         except BaseException:
             tfm.close()
             raise
@@ -244,9 +255,14 @@ def _driver_details(plugin: AfalgPlugin) -> list[str]:
     return lines
 
 
-def _set_key_and_tag(tfm: Any, algorithm: Algorithm, key: bytes, label: str) -> None:
-    """Key the bound ``tfm`` (and set an AEAD's tag size); :class:`Unsupported` when refused."""
-    if algorithm.key_size:
+def _set_key_and_tag(tfm: Any, algorithm: Algorithm, key: bytes, kname: str,
+                     label: str) -> None:
+    """Key the bound ``tfm`` (and set an AEAD's tag size); :class:`Unsupported` when refused.
+
+    A hash in :data:`KEY_IN_DATA` (Poly1305) has no key on the socket: its contexts
+    send the key before each message.
+    """
+    if algorithm.key_size and kname not in KEY_IN_DATA:
         try:
             tfm.setsockopt(socket.SOL_ALG, socket.ALG_SET_KEY, key)
         except OSError as exc:
@@ -267,9 +283,10 @@ def _label(kname: str, variant: str | None) -> str:
 
 
 def _bind(plugin: AfalgPlugin, alg: Algorithm, sock_type: str, kname: str,
-          variant: str | None) -> Any:
+          variant: str | None, soft: bool = False) -> Any:
     """The tfm socket bound to ``variant or kname``; :class:`Unsupported` or
-    :class:`Unavailable` with the kernel's reason when the bind fails."""
+    :class:`Unavailable` with the kernel's reason when the bind fails.  ``soft``:
+    ``variant`` is :func:`soft_driver`'s name for ``afalg:soft``, said in the error."""
     try:
         return plugin.new_socket_bound(sock_type, variant or kname)
     except AttributeError:
@@ -289,7 +306,8 @@ def _bind(plugin: AfalgPlugin, alg: Algorithm, sock_type: str, kname: str,
     if not variant:
         raise Unsupported(f"the kernel has no {sock_type} algorithm '{kname}' for {alg.name}: "
                           "bind() gives [ENOENT] (not built, or its module cannot load)")
-    raise Unsupported(f"the kernel has no {sock_type} driver '{variant}': bind() gives "
+    what = "afalg:soft binds the generic C driver, but " if soft else ""
+    raise Unsupported(f"{what}the kernel has no {sock_type} driver '{variant}': bind() gives "
                       f"[ENOENT]; {_drivers_here(plugin, sock_type, kname)}")
 
 

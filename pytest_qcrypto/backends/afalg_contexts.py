@@ -1,7 +1,7 @@
 """The contexts of the ``afalg`` plugin: one tfm socket and its operation socket.
 
 What one timed operation sends is described in :mod:`.afalg`; here are the
-digest, cipher and AEAD contexts that send it, and the buffer hygiene (a
+digest, MAC, cipher and AEAD contexts that send it, and the buffer hygiene (a
 rejected AEAD message's plaintext is wiped).  A helper of :mod:`.afalg`, not a
 plugin.
 """
@@ -52,8 +52,10 @@ def _short(sent: int, wanted: int) -> OSError:
 class _AfalgContext(Context):
     """A tfm socket (bound, keyed) and one operation socket accepted from it."""
 
-    def __init__(self, algorithm: Algorithm, key: bytes, tfm: Any) -> None:
+    def __init__(self, algorithm: Algorithm, key: bytes, tfm: Any,
+                 key_in_data: bool = False) -> None:
         super().__init__(algorithm, key)
+        self.key_in_data = key_in_data
         self._tfm: Any = tfm
         self._op: Any = tfm.accept()[0]
         self._room = (0, 0)
@@ -135,48 +137,85 @@ class _AfalgContext(Context):
 
 
 class _DigestContext(_AfalgContext):
-    def _parts(self, data: bytes) -> list[tuple[memoryview, int]]:
+    """A hash socket: each operation sends the buffer and reads ``out_size`` bytes back."""
+
+    @property
+    def out_size(self) -> int:
+        return self.algorithm.digest_size
+
+    def _parts(self, data: bytes) -> list[tuple[list[Any], int]]:
+        """The buffers of each send (``sendmsg`` scatter list) with its flags: at most
+        one chunk of ``data`` per send, the key first where the kernel takes it there."""
         view = memoryview(data)
+        head = [self.key] if self.key_in_data else []
         if len(view) <= CHUNK:
-            return [(view, 0)]
-        return [(view[i:i + CHUNK], socket.MSG_MORE if i + CHUNK < len(view) else 0)
+            return [([*head, view], 0)]
+        return [([*head, view[i:i + CHUNK]] if i == 0 else [view[i:i + CHUNK]],
+                 socket.MSG_MORE if i + CHUNK < len(view) else 0)
                 for i in range(0, len(view), CHUNK)]
 
-    def digest(self, data: bytes) -> bytes:
+    def _hash(self, data: bytes) -> bytes:
         op = self.op
-        out = bytearray(self.algorithm.digest_size)
+        out = bytearray(self.out_size)
         try:
-            for part, flags in self._parts(data):
-                sent = op.send(part, flags)
-                if sent != len(part):
-                    raise _short(sent, len(part))
+            for bufs, flags in self._parts(data):
+                wanted = sum(len(b) for b in bufs)
+                sent = op.sendmsg(bufs, [], flags)
+                if sent != wanted:
+                    raise _short(sent, wanted)
             _recv_exact(op, memoryview(out))
         except OSError:
             self.reset()
             raise
         return bytes(out)
 
+    def digest(self, data: bytes) -> bytes:
+        return self._hash(data)
+
     def runner(self, work: Workload) -> Runner:
         op = self.op
-        out = bytearray(self.algorithm.digest_size)
+        out = bytearray(self.out_size)
         parts = self._parts(work.data)
-        if len(parts) == 1:
+        if len(parts) == 1 and len(parts[0][0]) == 1:
             def run(count: int, send: Any = op.send, recv_into: Any = op.recv_into,
-                    buf: memoryview = parts[0][0], out: bytearray = out) -> None:
+                    buf: Any = parts[0][0][0], out: bytearray = out) -> None:
                 for _ in repeat(None, count):
                     send(buf)
                     recv_into(out)
 
             return run
 
-        def run_chunked(count: int, send: Any = op.send, recv_into: Any = op.recv_into,
-                        parts: list[tuple[memoryview, int]] = parts, out: bytearray = out) -> None:
+        def run_parts(count: int, sendmsg: Any = op.sendmsg, recv_into: Any = op.recv_into,
+                      parts: list[tuple[list[Any], int]] = parts, out: bytearray = out,
+                      none: list[Any] = []) -> None:
             for _ in repeat(None, count):
-                for part, flags in parts:
-                    send(part, flags)
+                for bufs, flags in parts:
+                    sendmsg(bufs, none, flags)
                 recv_into(out)
 
-        return run_chunked
+        return run_parts
+
+
+class _MacContext(_DigestContext):
+    """A keyed hash socket (``hmac(sha256)``, ``cmac(aes)``, ``poly1305``): the tag of
+    each buffer under the key, ``tag_size`` bytes."""
+
+    def __init__(self, algorithm: Algorithm, key: bytes, tfm: Any,
+                 key_in_data: bool = False) -> None:
+        if key_in_data and len(key) != algorithm.key_size:
+            raise Unsupported(f"{algorithm.name} takes a {algorithm.key_size}-byte key, "
+                              f"not {len(key)}")
+        super().__init__(algorithm, key, tfm, key_in_data)
+
+    @property
+    def out_size(self) -> int:
+        return self.algorithm.tag_size
+
+    def digest(self, data: bytes) -> bytes:
+        raise Unsupported(f"{self.algorithm.name} is not a digest")
+
+    def mac(self, data: bytes) -> bytes:
+        return self._hash(data)
 
 
 class _CipherContext(_AfalgContext):
@@ -319,4 +358,5 @@ class _AeadContext(_AfalgContext):
 
 #: The context class of each kind of algorithm.
 CONTEXTS: dict[Kind, type[Context]] = {
-    Kind.DIGEST: _DigestContext, Kind.CIPHER: _CipherContext, Kind.AEAD: _AeadContext}
+    Kind.DIGEST: _DigestContext, Kind.CIPHER: _CipherContext, Kind.AEAD: _AeadContext,
+    Kind.MAC: _MacContext}

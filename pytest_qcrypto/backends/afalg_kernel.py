@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import errno
 import os
+import re
 import socket
 import struct
 from collections.abc import Callable, Iterable, Sequence
@@ -22,7 +23,8 @@ from pytest_qcrypto.catalog import Algorithm, Kind
 #: Bytes per send of a chunked buffer: ALG_MAX_PAGES (16) pages of 4 KiB, as libkcapi does.
 CHUNK = 65536
 #: AF_ALG socket types (if_alg.h ``salg_type``) per catalog kind.
-SOCKET_TYPE = {Kind.DIGEST: "hash", Kind.CIPHER: "skcipher", Kind.AEAD: "aead"}
+SOCKET_TYPE = {Kind.DIGEST: "hash", Kind.CIPHER: "skcipher", Kind.AEAD: "aead",
+               Kind.MAC: "hash"}
 #: /proc/crypto ``type`` values each AF_ALG socket type can bind (crypto/algif_*.c).
 COMPATIBLE_TYPES = {"hash": ("shash", "ahash"), "skcipher": ("skcipher", "lskcipher"),
                     "aead": ("aead",)}
@@ -64,14 +66,46 @@ ENGINE_MODULES = (
 SocketFactory = Callable[[], Any]
 
 
+#: Kernel names of the catalog's ciphers, AEADs and MACs other than AES's modes
+#: (crypto/*.c ``cra_name``; HMAC and CMAC are templates over the digest or cipher).
+_KEYED_NAMES = {
+    "chacha20": "chacha20", "chacha20-poly1305": "rfc7539(chacha20,poly1305)",
+    "des-ede3-cbc": "cbc(des3_ede)", "des-cbc": "cbc(des)", "bf-cbc": "cbc(blowfish)",
+    "cast5-cbc": "cbc(cast5)", "cmac-aes-128": "cmac(aes)", "poly1305": "poly1305",
+    **{f"hmac-{d}": f"hmac({d})" for d in ("md5", "sha1", "sha256", "sha384", "sha512")},
+}
+#: Hash names whose key is not set on the socket but sent as the first bytes of every
+#: message: Poly1305's key is one-time, so crypto/poly1305_generic.c has no setkey and
+#: takes the 32-byte key from the first 32 bytes of the data (Linux 6.1; the shash
+#: was removed in 6.15, where bind gives ENOENT).
+KEY_IN_DATA = frozenset({"poly1305"})
+#: Kernel names whose generic C driver is not NAME with "-generic" added inside
+#: (``afalg:soft``): these templates name their instances after what they build.
+_SOFT_DRIVERS = {"gcm(aes)": "gcm_base(ctr(aes-generic),ghash-generic)",
+                 "xts(aes)": "xts(ecb(aes-generic))"}
+
+
 def kernel_name(alg: Algorithm) -> str | None:
     """The kernel crypto API name of a catalog algorithm, or None when it has none."""
     if not alg.keyed:
         return _DIGEST_NAMES.get(alg.name)
     if alg.family == "aes" and alg.mode in ("cbc", "ctr", "ecb", "xts", "gcm"):
         return f"{alg.mode}(aes)"
-    return {"chacha20": "chacha20", "chacha20-poly1305": "rfc7539(chacha20,poly1305)",
-            "des-ede3-cbc": "cbc(des3_ede)"}.get(alg.name)
+    return _KEYED_NAMES.get(alg.name)
+
+
+def soft_driver(kname: str) -> str:
+    """The driver name of the kernel's generic C implementation of ``kname``
+    (what ``afalg:soft`` binds): each primitive gets its ``-generic`` driver,
+    templates around it are instantiated over that (``cbc(aes)`` ->
+    ``cbc(aes-generic)``, ``hmac(sha256)`` -> ``hmac(sha256-generic)``,
+    ``sha256`` -> ``sha256-generic``; GCM and XTS by the names their templates
+    give).  Kernels from 6.16 replace some ``-generic`` drivers by ``-lib``
+    ones: there bind fails and the error lists the drivers there are.
+    """
+    if kname in _SOFT_DRIVERS:
+        return _SOFT_DRIVERS[kname]
+    return re.sub(r"([\w-]+)(?=[,)]|$)", r"\1-generic", kname)
 
 
 def errno_text(exc: OSError) -> str:

@@ -214,6 +214,9 @@ class Abi:
     algorithms: dict[str, AlgorithmIds]
     load_hint: str
     structs: dict[str, type[ctypes.Structure]] = field(default_factory=dict)
+    #: Why the kernel may refuse an algorithm at session creation (catalog name -> text),
+    #: added to the skip reason of an EINVAL there.
+    refusals: dict[str, str] = field(default_factory=dict)
 
     @property
     def linux(self) -> bool:
@@ -251,6 +254,15 @@ def _aes(cbc: int, ctr: int, gcm: int, ecb: int | None = None,
     return out
 
 
+#: The 64-bit block ciphers in CBC mode, same ids in both ABIs (CRYPTO_DES_CBC,
+#: CRYPTO_BLF_CBC, CRYPTO_CAST_CBC): 8-byte IV.
+_CBC64 = {"des-cbc": AlgorithmIds(cipher=1, iv_size=8), "bf-cbc": AlgorithmIds(cipher=3, iv_size=8),
+          "cast5-cbc": AlgorithmIds(cipher=4, iv_size=8)}
+#: The HMACs, same ids in both ABIs (CRYPTO_*_HMAC; the key goes in ``mackey``).
+_HMACS = {"hmac-md5": AlgorithmIds(mac=6), "hmac-sha1": AlgorithmIds(mac=7),
+          "hmac-sha256": AlgorithmIds(mac=18), "hmac-sha384": AlgorithmIds(mac=19),
+          "hmac-sha512": AlgorithmIds(mac=20)}
+
 #: enum cryptodev_crypto_op_t values for the catalog (kernel-abi.md section 1.4).
 LINUX_IDS: dict[str, AlgorithmIds] = {
     "md5": AlgorithmIds(mac=13), "sha1": AlgorithmIds(mac=14),
@@ -258,7 +270,11 @@ LINUX_IDS: dict[str, AlgorithmIds] = {
     "sha384": AlgorithmIds(mac=105), "sha512": AlgorithmIds(mac=106),
     **_aes(cbc=11, ctr=21, gcm=50, ecb=23, xts=22),
     "des-ede3-cbc": AlgorithmIds(cipher=2, iv_size=8),
+    **_CBC64, **_HMACS,
 }
+#: cryptodev-linux 1.14's ioctl.c maps no kernel algorithm to CRYPTO_CAST_CBC.
+LINUX_REFUSALS = {"cast5-cbc": "cryptodev-linux 1.14 maps no kernel cipher to "
+                               "CRYPTO_CAST_CBC (4)"}
 
 #: FreeBSD 13+ ids /dev/crypto accepts (section 2.4).  AES-XTS is left out: its IV
 #: there is an 8-byte block number, not the catalog's 16-byte tweak.
@@ -270,7 +286,16 @@ FREEBSD_IDS: dict[str, AlgorithmIds] = {
     **_aes(cbc=11, ctr=23, gcm=25),
     "chacha20": AlgorithmIds(cipher=31, iv_size=16),
     "chacha20-poly1305": AlgorithmIds(cipher=41, iv_size=12),
+    **{k: v for k, v in _HMACS.items() if k != "hmac-md5"},
+    "poly1305": AlgorithmIds(mac=38),
+    # FreeBSD 12 and earlier only: 13.0 removed them from /dev/crypto (EINVAL at session
+    # creation, said in the skip reason); cryptotest still names them.
+    **_CBC64, "hmac-md5": AlgorithmIds(mac=6),
 }
+#: What FreeBSD 13.0 removed from /dev/crypto (sys/opencrypto/cryptodev.c).
+FREEBSD_REFUSALS = {name: "FreeBSD 13.0 removed DES, Blowfish, CAST and MD5-HMAC from "
+                          "/dev/crypto; only 12 and earlier have them"
+                    for name in (*_CBC64, "hmac-md5")}
 
 
 def linux_abi(machine: str | None = None) -> Abi:
@@ -295,9 +320,10 @@ def linux_abi(machine: str | None = None) -> Abi:
         "crypt_op": LinuxCryptOp, "crypt_auth_op": LinuxCryptAuthOp,
         "crypt_kop": CryptKop, "cphash_op": LinuxCphashOp}
     return Abi("cryptodev-linux", e, requests, cop_encrypt=0, cop_decrypt=1,
-               algorithms=LINUX_IDS, structs=structs,
+               algorithms=LINUX_IDS, structs=structs, refusals=LINUX_REFUSALS,
                load_hint="load the cryptodev-linux module: modprobe cryptodev "
-                         "(out of tree: packaged by OpenWrt, Yocto and as DKMS)")
+                         "(out of tree: packaged by OpenWrt, Yocto and as DKMS); "
+                         "FreeBSD: kldload cryptodev")
 
 
 def freebsd_abi() -> Abi:
@@ -321,9 +347,10 @@ def freebsd_abi() -> Abi:
         "crypt_op": FreeBSDCryptOp, "crypt_aead": FreeBSDCryptAead,
         "crypt_find_op": FreeBSDCryptFindOp, "crypt_kop": CryptKop}
     return Abi("FreeBSD", e, requests, cop_encrypt=1, cop_decrypt=2,
-               algorithms=FREEBSD_IDS, structs=structs,
+               algorithms=FREEBSD_IDS, structs=structs, refusals=FREEBSD_REFUSALS,
                load_hint="load cryptodev(4): kldload cryptodev; software and CPU-instruction "
-                         "drivers also need sysctl kern.crypto.allow_soft=1")
+                         "drivers also need sysctl kern.crypto.allow_soft=1; Linux: "
+                         "modprobe cryptodev (cryptodev-linux)")
 
 
 def host_abi() -> Abi | None:

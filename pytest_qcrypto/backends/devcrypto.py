@@ -6,6 +6,14 @@ cryptodev-linux (``crypto/cryptodev.h``, the out-of-tree ``cryptodev.ko``)
 and FreeBSD's cryptodev(4).  A context is one open ``/dev/crypto`` file
 descriptor and one session on it, both released by :meth:`Context.close`.
 
+``devcrypto:DRIVER`` pins a driver: on FreeBSD the session is created on it
+(``CIOCFINDDEV`` gives its crid); cryptodev-linux cannot be told one, so the
+session's driver from ``CIOCGSESSINFO`` must be DRIVER or the algorithm is
+skipped naming the kernel's choice.  ``devcrypto:soft`` is a driver that runs
+on the CPU: FreeBSD ``crid = CRYPTO_FLAG_SOFTWARE`` (needs
+``kern.crypto.allow_soft=1``), on Linux a session without
+``SIOP_FLAG_KERNEL_DRIVER_ONLY``.
+
 The row of the table keeps the name ``devcrypto``; the context's ``driver``
 names the implementation the kernel chose (cryptodev-linux ``CIOCGSESSINFO``:
 ``cbc-aes-aesni``, ``sha256-avx2``; FreeBSD ``CIOCFINDDEV``: ``aesni0``,
@@ -18,6 +26,9 @@ What one timed operation is (sizes in bytes):
 
 * digest: one ``CIOCCRYPT`` with ``flags = 0`` (reset and finalize): the
   digest of the buffer.
+* MAC (HMAC of both ABIs, ``CRYPTO_*_HMAC``; Poly1305 on FreeBSD, id 38): the
+  key is the session's mac key (``mackey``/``mackeylen``), set up once; one
+  ``CIOCCRYPT`` as for a digest, the tag written to ``mac``.
 * cipher: one ``CIOCCRYPT`` per buffer with the same IV each time (the IV is
   written back only with ``COP_FLAG_WRITE_IV``, which is not set), zero-copy
   from one source buffer to one output buffer.
@@ -151,15 +162,12 @@ class DevcryptoPlugin(CryptoPlugin):
         ids = abi.algorithms.get(algorithm.name)
         if ids is None:
             raise Unsupported(f"{abi.name} /dev/crypto has no {algorithm.name}")
-        if variant and abi.linux:
-            raise Unsupported(f"cryptodev-linux cannot pin a driver (got ':{variant}'); "
-                              "the kernel picks its highest-priority one")
         try:
             device = self.open_device()
         except OSError as exc:
             raise self._unavailable(exc, abi) from None
-        session: Session = (LinuxSession(device, abi, algorithm, ids, key) if abi.linux else
-                            FreeBSDSession(device, abi, algorithm, ids, key, variant=variant))
+        session: Session = (LinuxSession if abi.linux else FreeBSDSession)(
+            device, abi, algorithm, ids, key, variant=variant)
         try:
             session.open()
             cls = _CONTEXTS[algorithm.kind]
@@ -199,12 +207,17 @@ class _DevcryptoContext(Context):
 
 
 class _DigestContext(_DevcryptoContext):
-    def digest(self, data: bytes) -> bytes:
+    """A hash session: one CIOCCRYPT per buffer, the result written to ``mac``."""
+
+    def _hash(self, data: bytes) -> bytes:
         s = self.live
         src, mac = _Buffer.of(data), _Buffer(abi_mod.AALG_MAX_RESULT_LEN)
         request, op = s.crypt_request(False, src, None, mac=mac)
         s.device.ioctl(request, op, False)
-        return mac.read(0, self.algorithm.digest_size)
+        return mac.read(0, self.algorithm.digest_size or self.algorithm.tag_size)
+
+    def digest(self, data: bytes) -> bytes:
+        return self._hash(data)
 
     def runner(self, work: Workload) -> Runner:
         s = self.live
@@ -217,6 +230,17 @@ class _DigestContext(_DevcryptoContext):
                 ioctl(request, op, False)
 
         return run
+
+
+class _MacContext(_DigestContext):
+    """An HMAC or Poly1305 session (the key is the session's mac key): one CIOCCRYPT
+    with ``flags = 0`` per buffer starts from the keyed state and writes the tag."""
+
+    def digest(self, data: bytes) -> bytes:
+        raise Unsupported(f"{self.algorithm.name} is not a digest")
+
+    def mac(self, data: bytes) -> bytes:
+        return self._hash(data)
 
 
 class _CipherContext(_DevcryptoContext):
@@ -308,7 +332,8 @@ class _AeadContext(_DevcryptoContext):
 
 #: The context class of each kind of algorithm.
 _CONTEXTS: dict[Kind, type[Context]] = {
-    Kind.DIGEST: _DigestContext, Kind.CIPHER: _CipherContext, Kind.AEAD: _AeadContext}
+    Kind.DIGEST: _DigestContext, Kind.CIPHER: _CipherContext, Kind.AEAD: _AeadContext,
+    Kind.MAC: _MacContext}
 
 
 

@@ -115,20 +115,29 @@ class Session:
     hardware: bool | None = None
 
     def __init__(self, device: Device, abi: Abi, alg: Algorithm, ids: AlgorithmIds,
-                 key: bytes) -> None:
+                 key: bytes, variant: str | None = None) -> None:
         self.device, self.abi, self.alg, self.ids = device, abi, alg, ids
+        self.variant = variant
         self.aead = alg.has_tag
         self.ses: int | None = None
         self._key = Buffer.of(key) if ids.cipher else None
+        # a MAC's key (HMAC, Poly1305) is the session's mac key: mackey / mackeylen
+        self._mackey = Buffer.of(key) if ids.mac and alg.keyed else None
 
     def _create_failed(self, exc: OSError, what: str) -> Unsupported:
+        note = self.abi.refusals.get(self.alg.name) if exc.errno == errno.EINVAL else None
         return Unsupported(f"/dev/crypto ({self.abi.name}) rejected {self.alg.name} at session "
-                           f"creation ({what}): {errno_text(exc)}")
+                           f"creation ({what}): {errno_text(exc)}"
+                           + (f" ({note})" if note else ""))
 
     def _session_fields(self, op: Any) -> str:
         op.cipher, op.mac = self.ids.cipher, self.ids.mac
         if self._key is not None:
             op.keylen, op.key = self._key.size, self._key.address
+        if self._mackey is not None:
+            op.mackeylen, op.mackey = self._mackey.size, self._mackey.address
+            return (f"cipher={self.ids.cipher} mac={self.ids.mac} "
+                    f"mackeylen={self._mackey.size}")
         return f"cipher={self.ids.cipher} mac={self.ids.mac} keylen={op.keylen}"
 
     def open(self) -> None:
@@ -185,7 +194,14 @@ class Session:
 
 
 class LinuxSession(Session):
-    """A cryptodev-linux session: CIOCGSESSION, then CIOCGSESSINFO for the driver."""
+    """A cryptodev-linux session: CIOCGSESSION, then CIOCGSESSINFO for the driver.
+
+    cryptodev-linux cannot be told a driver: the kernel takes its highest-priority
+    one.  A ``variant`` is therefore a check of the kernel's choice: ``DRIVER``
+    must be the session's ``cra_driver_name``, ``soft`` a driver without
+    ``SIOP_FLAG_KERNEL_DRIVER_ONLY`` (CPU code: generic C or CPU instructions);
+    otherwise :class:`Unsupported` names the driver the kernel chose.
+    """
 
     def open(self) -> None:
         op = abi_mod.LinuxSessionOp()
@@ -198,11 +214,30 @@ class LinuxSession(Session):
         info = abi_mod.LinuxSessionInfoOp(ses=op.ses)
         try:
             self.device.ioctl(self.abi.requests["CIOCGSESSINFO"], info, True)
-        except OSError:
-            return  # modules before 1.0 have no CIOCGSESSINFO: driver unknown
+        except OSError as exc:
+            if self.variant:  # modules before 1.0 have no CIOCGSESSINFO
+                raise Unsupported(f"devcrypto:{self.variant} cannot check the driver of the "
+                                  f"session: CIOCGSESSINFO failed: {errno_text(exc)}") from None
+            return  # driver unknown
         names = info.cipher_info if self.ids.cipher else info.hash_info
         self.driver = names.cra_driver_name.decode(errors="replace") or None
         self.hardware = bool(info.flags & abi_mod.SIOP_FLAG_KERNEL_DRIVER_ONLY)
+        self._check_variant()
+
+    def _check_variant(self) -> None:
+        """:class:`Unsupported` when the driver the kernel chose is not the one pinned."""
+        if not self.variant:
+            return
+        chose = f"the kernel chose '{self.driver}' for {self.alg.name}"
+        why = ("cryptodev-linux always takes the highest-priority driver (afalg:DRIVER can "
+               "pin another)")
+        if self.variant == "soft":
+            if self.hardware:
+                raise Unsupported(f"devcrypto:soft wants a driver that runs on the CPU, but "
+                                  f"{chose}, an off-CPU engine (SIOP_FLAG_KERNEL_DRIVER_ONLY); "
+                                  f"{why}")
+        elif self.driver != self.variant:
+            raise Unsupported(f"devcrypto:{self.variant}: {chose}, not '{self.variant}'; {why}")
 
     def aead_dst_size(self, decrypt: bool, src_size: int) -> int:
         """``len`` to decrypt (ciphertext || tag), ``len + tag_len`` to encrypt: what
@@ -225,11 +260,12 @@ class LinuxSession(Session):
 
 
 class FreeBSDSession(Session):
-    """A FreeBSD session: CIOCGSESSION2 (any driver, or the pinned one), CIOCFINDDEV."""
+    """A FreeBSD session: CIOCGSESSION2 (any driver, or the pinned one), CIOCFINDDEV.
 
-    def __init__(self, *args: Any, variant: str | None = None) -> None:
-        super().__init__(*args)
-        self.variant = variant
+    ``variant``: ``soft`` asks for ``crid = CRYPTO_FLAG_SOFTWARE`` (a software
+    driver: cryptosoft, aesni, ossl, armv8crypto; needs kern.crypto.allow_soft=1),
+    a driver name (``aesni0``) for its crid from CIOCFINDDEV.
+    """
 
     def _find(self, crid: int, name: str = "") -> Any:
         find = abi_mod.FreeBSDCryptFindOp(crid=crid, name=name.encode())
@@ -238,7 +274,9 @@ class FreeBSDSession(Session):
 
     def open(self) -> None:
         crid = abi_mod.CRYPTO_FLAG_HARDWARE | abi_mod.CRYPTO_FLAG_SOFTWARE
-        if self.variant:
+        if self.variant == "soft":
+            crid = abi_mod.CRYPTO_FLAG_SOFTWARE
+        elif self.variant:
             try:
                 crid = self._find(-1, self.variant).crid
             except OSError as exc:
@@ -250,7 +288,7 @@ class FreeBSDSession(Session):
             self.device.ioctl(self.abi.requests["CIOCGSESSION2"], op, True)
         except OSError as exc:
             failed = self._create_failed(exc, f"CIOCGSESSION2 {what} crid={crid:#x}")
-            if exc.errno == errno.EINVAL:
+            if exc.errno == errno.EINVAL and self.alg.name not in self.abi.refusals:
                 failed = Unsupported(f"{failed} (software drivers need sysctl "
                                      "kern.crypto.allow_soft=1)")
             raise failed from None

@@ -1,4 +1,6 @@
-"""Run inside the kernel VM: the afalg guest tests, then the main speed command.
+"""Run inside the kernel VM: the afalg guest tests, then the main speed command
+(digest and cipher against openssl; MACs and the 64-bit block ciphers with
+``afalg`` and ``afalg:soft``).
 
 Prints one JSON object: the kernel release and, per run, its command line,
 exit status, stdout and stderr.  ``tests/kernel/test_vm.py`` starts it with
@@ -20,6 +22,11 @@ RUNS = {
     "speed": [*PYTEST, "--qcrypto-digest", "sha256", "--qcrypto-cipher", "aes-128-cbc",
               "--qcrypto-plugin", "afalg", "--qcrypto-plugin", "openssl",
               "--qcrypto-min-time", "0.01", "--qcrypto-rounds", "1"],
+    "macs": [*PYTEST, "--qcrypto-mac", "hmac-sha256", "--qcrypto-mac", "cmac-aes-128",
+             "--qcrypto-mac", "poly1305", "--qcrypto-cipher", "des-cbc", "--qcrypto-cipher",
+             "bf-cbc", "--qcrypto-cipher", "cast5-cbc", "--qcrypto-plugin", "afalg",
+             "--qcrypto-plugin", "afalg:soft", "--qcrypto-min-time", "0.01",
+             "--qcrypto-rounds", "1"],
 }
 
 

@@ -99,3 +99,36 @@ def test_speed_table_has_an_afalg_row_of_numbers_and_drivers(guest: dict[str, An
             assert len(cells) == 7 and all(re.fullmatch(NUMBER, c) for c in cells), row
         assert any(re.fullmatch(rf"  afalg: driver ({driver}) \(software\)", n) for n in notes), \
             show(run)
+
+
+#: The MAC and 64-bit cipher tables of the guest's "macs" run: each header with the driver
+#: ``afalg`` must name (the kernel's choice) and the one ``afalg:soft`` binds.
+NEW_TABLES = (
+    ("Benchmark results for 'hmac-sha256' MAC (KiB/s):", r"hmac\(sha256-\S+\)",
+     "hmac(sha256-generic)"),
+    ("Benchmark results for 'cmac-aes-128' MAC (KiB/s):", r"cmac\(aes-\S+\)",
+     "cmac(aes-generic)"),
+    ("Benchmark results for 'poly1305' MAC (KiB/s):", r"poly1305-\S+", "poly1305-generic"),
+    ("Benchmark results for 'des-cbc' cipher (KiB/s):", r"cbc\(des-generic\)",
+     "cbc(des-generic)"),
+    ("Benchmark results for 'bf-cbc' cipher (KiB/s):", r"cbc-blowfish-\S+|cbc\(blowfish-\S+\)",
+     "cbc(blowfish-generic)"),
+    ("Benchmark results for 'cast5-cbc' cipher (KiB/s):", r"cbc-cast5-\S+|cbc\(cast5-\S+\)",
+     "cbc(cast5-generic)"),
+)
+
+
+@pytest.mark.parametrize("header, driver, soft", NEW_TABLES, ids=[h.split("'")[1]
+                                                                  for h, _, _ in NEW_TABLES])
+def test_mac_and_64_bit_cipher_rows_have_numbers_and_drivers(guest: dict[str, Any], header: str,
+                                                             driver: str, soft: str) -> None:
+    run = guest["macs"]
+    assert run["returncode"] == 0, show(run)
+    rows, notes = table(run["stdout"].splitlines(), header)
+    assert [r.split()[0] for r in rows] == ["plugin", "afalg", "afalg:soft"], show(run)
+    for row in rows[1:]:
+        cells = row.split()[1:]
+        assert len(cells) == 7 and all(re.fullmatch(NUMBER, c) for c in cells), row
+    assert any(re.fullmatch(rf"  afalg: driver ({driver}) \(software\)", n) for n in notes), \
+        show(run)
+    assert f"  afalg:soft: driver {soft} (software)" in notes, show(run)
