@@ -284,6 +284,34 @@ class _CipherContext(_AfalgContext):
 
         return run
 
+    def roundtrip_runner(self, work: Workload) -> Runner:
+        """One encryption of ``work.data`` and one decryption of ``work.ciphertext`` per
+        iteration, each request carrying its operation and IV, as cryptotest's CIOCCRYPT
+        does.  :meth:`runner` primes the socket with one operation for the whole loop, so an
+        encrypt runner and a decrypt runner cannot take turns on it (the base class's
+        composition would decrypt twice)."""
+        legs = []
+        for opcode, data in ((socket.ALG_OP_ENCRYPT, work.data),
+                             (socket.ALG_OP_DECRYPT, work.ciphertext)):
+            src, dst = memoryview(data), memoryview(bytearray(len(data)))
+            legs.append((opcode, [(src[off:off + n], dst[off:off + n],
+                                   int(flags | socket.MSG_DONTWAIT), n)
+                                  for off, n, flags in self._plan(len(data))]))
+        op, iv = self.op, self._iv(work.iv)
+
+        def run(count: int, sendmsg: Any = op.sendmsg_afalg, send: Any = op.send,
+                recv_into: Any = op.recv_into, legs: list[Any] = legs) -> None:
+            for _ in repeat(None, count):
+                for opcode, plan in legs:
+                    for i, (src, dst, flags, n) in enumerate(plan):
+                        sent = (send(src, flags) if i else
+                                sendmsg([src], op=opcode, flags=flags, **iv))
+                        if sent != n or recv_into(dst, n) != n:
+                            raise OSError(errno.EIO,
+                                          f"AF_ALG took or returned less than {n} bytes")
+
+        return run
+
 
 class _AeadContext(_AfalgContext):
     def why_one_request(self) -> str:
