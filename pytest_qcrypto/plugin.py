@@ -21,7 +21,6 @@ from typing import Any
 import pytest
 
 from pytest_qcrypto import catalog, gate, jobs, machine, matrix, options, settings
-from pytest_qcrypto.backends.base import describe_implementations
 from pytest_qcrypto.bench import Case, Randomness
 from pytest_qcrypto.gate_plugin import (GATE_KEY, GateOptions, GatePlugin, PluginNames,
                                         has_floor_marker, read_options, wanted)
@@ -30,7 +29,7 @@ from pytest_qcrypto.ledger import Ledger
 # the fixtures, found by pytest among this plugin's names
 from pytest_qcrypto.fixture import FIXTURE_KEY, qcrypto, qcrypto_case, qcrypto_context  # noqa: F401
 from pytest_qcrypto.matrix import MATRIX_KEY, Matrix, RunGuard, case_of
-from pytest_qcrypto.registry import Registry, RegistryError, Selection
+from pytest_qcrypto.registry import Registry, RegistryError, Selection, list_plugins  # noqa: F401
 from pytest_qcrypto.settings import Settings, SettingsError
 from pytest_qcrypto import limits as qtimeout
 
@@ -92,32 +91,6 @@ def pytest_configure(config: pytest.Config) -> None:
     config.pluginmanager.register(config.stash[MATRIX_KEY], MATRIX_NAME)
     if run.gate_wanted:
         run.start_gate(guard)
-
-
-#: The ``--qcrypto-list`` word of a kind where it is not the kind and an ``s`` (``digests``).
-_LIST_WORDS = {catalog.Kind.MAC: "MACs"}
-
-
-def list_plugins(registry: Registry) -> list[str]:
-    """The ``--qcrypto-list`` text: each plugin, its state, library, algorithms, details."""
-    lines = ["crypto plugins (first available is the default):"]
-    for p in registry.plugins:
-        supported = registry.supported(p)  # first: a supported() that fails makes p unavailable
-        why = registry.unavailable(p)
-        aliases = f" (aliases: {', '.join(p.aliases)})" if p.aliases else ""
-        lines.append(f"{p.name}{aliases}: {'available' if why is None else 'unavailable: ' + why}")
-        lines.append(f"  library: {p.library}")
-        if why is None:
-            lines.append(f"  version: {registry.version(p)}")
-        for kind in catalog.KINDS:
-            names = [n for n in catalog.names(kind) if n in supported]
-            if names:
-                lines.append(f"  {_LIST_WORDS.get(kind, kind + 's')}: {', '.join(names)}")
-        if why is None and supported:
-            done = registry.implementations(p, [n for n in catalog.names() if n in supported])
-            lines.append(f"  implementations: {describe_implementations(done)}")
-        lines.extend(f"  {line}" for line in registry.details(p))
-    return lines
 
 
 class RunSettings:

@@ -17,8 +17,8 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from functools import cache, cached_property
 
-from pytest_qcrypto import limits, settings
-from pytest_qcrypto.backends.base import CryptoPlugin, Unavailable
+from pytest_qcrypto import catalog, limits, settings
+from pytest_qcrypto.backends.base import CryptoPlugin, Unavailable, describe_implementations
 
 
 class RegistryError(ValueError):
@@ -231,3 +231,29 @@ def bounded_implementations(plugin: CryptoPlugin, names: Iterable[str]) -> dict[
                                    "implementation()", limits.QUERY_TIMEOUT)
     except limits.CallTimeout as exc:
         return {n: f"unknown ({exc})" for n in wanted}
+
+
+#: The ``--qcrypto-list`` word of a kind where it is not the kind and an ``s`` (``digests``).
+_LIST_WORDS = {catalog.Kind.MAC: "MACs"}
+
+
+def list_plugins(registry: Registry) -> list[str]:
+    """The ``--qcrypto-list`` text: each plugin, its state, library, algorithms, details."""
+    lines = ["crypto plugins (first available is the default):"]
+    for p in registry.plugins:
+        supported = registry.supported(p)  # first: a supported() that fails makes p unavailable
+        why = registry.unavailable(p)
+        aliases = f" (aliases: {', '.join(p.aliases)})" if p.aliases else ""
+        lines.append(f"{p.name}{aliases}: {'available' if why is None else 'unavailable: ' + why}")
+        lines.append(f"  library: {p.library}")
+        if why is None:
+            lines.append(f"  version: {registry.version(p)}")
+        for kind in catalog.KINDS:
+            names = [n for n in catalog.names(kind) if n in supported]
+            if names:
+                lines.append(f"  {_LIST_WORDS.get(kind, kind + 's')}: {', '.join(names)}")
+        if why is None and supported:
+            done = registry.implementations(p, [n for n in catalog.names() if n in supported])
+            lines.append(f"  implementations: {describe_implementations(done)}")
+        lines.extend(f"  {line}" for line in registry.details(p))
+    return lines
