@@ -15,8 +15,10 @@ from __future__ import annotations
 
 import os
 import random
+from collections.abc import Callable
 from dataclasses import dataclass
 from functools import partial
+from itertools import cycle, islice, repeat
 from types import TracebackType
 
 from pytest_qcrypto import catalog, harness, isolate as isolation, jobs as multi, settings
@@ -73,19 +75,22 @@ class Randomness:
             return key
 
 
-def argument_problem(size: object, min_time: object, rounds: object) -> str | None:
+def argument_problem(size: object, min_time: object, rounds: object,
+                     count: object = None) -> str | None:
     """Why these are not a buffer size (bytes, 1 to :data:`~pytest_qcrypto.settings.MAX_SIZE`),
     a min-time (seconds, more than 0 and at most
-    :data:`~pytest_qcrypto.settings.MAX_MIN_TIME`) and a round count (1 to
-    :data:`~pytest_qcrypto.settings.MAX_ROUNDS`), or None: the limits of the options.  A bug
-    in the calling test, not a size to skip."""
+    :data:`~pytest_qcrypto.settings.MAX_MIN_TIME`), a round count (1 to
+    :data:`~pytest_qcrypto.settings.MAX_ROUNDS`) and a fixed count (None, or 1 to
+    :data:`~pytest_qcrypto.settings.MAX_COUNT` iterations), or None: the limits of the
+    options.  A bug in the calling test, not a size to skip."""
     if isinstance(size, bool) or not isinstance(size, int) or size < 1:
         return f"size must be a whole number of bytes from 1, not {settings.shown_value(size)}"
     if size > MAX_SIZE:
         shown = settings.shown_value(size)
         shown = shown if shown.isdigit() else f"({shown})"
         return f"size {shown} bytes is over the limit of {MAX_SIZE} (256 MiB)"
-    return settings.min_time_problem(min_time) or settings.rounds_problem(rounds)
+    return settings.min_time_problem(min_time) or settings.rounds_problem(rounds) or (
+        settings.count_problem(count) if count is not None else None)
 
 
 class BenchContext:
@@ -153,8 +158,18 @@ class BenchContext:
 
     def measure(self, size: int, *, decrypt: bool = False, min_time: float = 0.1,
                 rounds: int = 3, jobs: int = 1, timeout: float | None = None,
-                isolate: bool = False) -> Measurement:
+                isolate: bool = False, count: int | None = None, roundtrip: bool = False,
+                check_roundtrip: bool = False) -> Measurement:
         """Time ``size``-byte operations (bytes; ``min_time`` in seconds).
+
+        ``count`` (iterations, 1 to 2**40; None: calibrate) runs exactly that many in every
+        round instead of the doubling loop (``--qcrypto-count``).  ``roundtrip`` times,
+        for ciphers and AEADs, one encryption and one decryption per iteration (direction
+        ``roundtrip``, two operations an iteration; other kinds keep their direction), not
+        with ``decrypt`` (``ValueError``); ``check_roundtrip`` makes each such iteration
+        check that the ciphertext differs from the plaintext and decrypts back to it
+        (one-shot calls, slower: FreeBSD cryptotest's ``-c``), raising
+        ``KnownAnswerError`` on the first that does not.
 
         Checks the known-answer vectors (once) and the decrypt round trip of
         the benchmark buffer first; raises ``KnownAnswerError`` if either
@@ -179,8 +194,9 @@ class BenchContext:
         with ``isolate=True`` is opened, checked, measured and closed there,
         and a failure to open raises :class:`OpenError`.
         """
-        _check_measurable(self, size, min_time, rounds, jobs)
-        body = partial(_measure_here, self, size, decrypt, min_time, rounds, jobs)
+        way = _Way(decrypt, roundtrip, check_roundtrip, count)
+        _check_measurable(self, size, min_time, rounds, jobs, way)
+        body = partial(_measure_here, self, size, way, min_time, rounds, jobs)
         if self.context is None:  # opened, measured and closed in the child
             return isolation.run_isolated(partial(_open_and_measure, self, body), timeout,
                                        close=self._close_in_child)
@@ -231,7 +247,7 @@ class BenchContext:
 
 
 def _check_measurable(bench: BenchContext, size: object, min_time: object, rounds: object,
-                      jobs: int) -> None:
+                      jobs: int, way: _Way) -> None:
     """Before :meth:`BenchContext.measure` runs anything: ``RuntimeError`` for an abandoned or
     closed context, ``ValueError`` for arguments outside the limits of the options."""
     if bench.abandoned:
@@ -240,7 +256,9 @@ def _check_measurable(bench: BenchContext, size: object, min_time: object, round
     if bench.closed:
         raise RuntimeError(f"{bench.selection.typed} {bench.algorithm.name}: this context is "
                            "closed; open a new one")
-    problem = argument_problem(size, min_time, rounds)
+    problem = argument_problem(size, min_time, rounds, way.count)
+    if way.decrypt and way.roundtrip:
+        problem = "decrypt and roundtrip: choose one (a round trip times both directions)"
     if problem:
         raise ValueError(problem)
     multi.check_jobs(jobs)
@@ -259,32 +277,79 @@ def _open_and_measure(bench: BenchContext, body: partial[Measurement]) -> Measur
     return body()
 
 
-def _measure_here(bench: BenchContext, size: int, decrypt: bool, min_time: float, rounds: int,
+@dataclass(frozen=True)
+class _Way:
+    """How :meth:`BenchContext.measure` times: its direction flags and the fixed count."""
+
+    decrypt: bool = False
+    roundtrip: bool = False
+    check_roundtrip: bool = False
+    count: int | None = None
+
+
+def _measure_here(bench: BenchContext, size: int, way: _Way, min_time: float, rounds: int,
                   jobs: int) -> Measurement:
     """:meth:`BenchContext.measure` in the process that holds the context: known answers,
     round trip, then the timed rounds (in ``jobs`` processes when more than 1)."""
     bench.check()
-    work = bench.workload(size, decrypt)
-    known_answers.check_round_trip(bench.selection.typed, bench.algorithm, bench.context, work)
-    run = bench.context.runner(work)
+    alg, ctx, typed = bench.algorithm, bench.context, bench.selection.typed
+    direction = alg.direction(way.decrypt, way.roundtrip)
+    roundtrip = direction == Direction.ROUNDTRIP
+    work = bench.workload(size, way.decrypt or roundtrip)
+    known_answers.check_round_trip(typed, alg, ctx, work)
+    if roundtrip and way.check_roundtrip:
+        run = checked_roundtrip_runner(typed, alg, ctx, work)
+    else:
+        run = ctx.roundtrip_runner(work) if roundtrip else ctx.runner(work)
     if not callable(run):
+        method = "roundtrip_runner()" if roundtrip else "runner()"
         raise known_answers.WrongTypeError(
-            f"plugin {bench.selection.typed} returned {type(run).__name__} from runner(), "
+            f"plugin {typed} returned {type(run).__name__} from {method}, "
             "expected a callable that runs count operations")
     workers: tuple[harness.WorkerRecord, ...] = ()
     if jobs > 1:
         timing: harness.Timing | multi.JobsTiming = multi.time_jobs(
-            run, jobs, min_time=min_time, rounds=rounds)
-        workers = multi.worker_record(timing.workers, size)
+            run, jobs, min_time=min_time, rounds=rounds, count=way.count)
+        workers = multi.worker_record(timing.workers, size,
+                                      catalog.OPERATIONS_PER_ITERATION.get(direction, 1))
+    elif way.count is not None:
+        timing = harness.time_count(run, way.count, rounds=rounds)
     else:
         timing = harness.time_runner(run, min_time=min_time, rounds=rounds)
+    first_iv = work.nonces[0] if work.nonces else work.iv
     return Measurement(
-        algorithm=bench.algorithm.name, plugin=bench.selection.typed, size=size,
-        direction=bench.algorithm.direction(decrypt), count=timing.count,
+        algorithm=alg.name, plugin=typed, size=size, direction=direction, count=timing.count,
         rounds_s=timing.rounds_s, cpu_s=timing.cpu_s,
-        canonical_plugin=bench.selection.canonical, operation=bench.algorithm.operation,
-        driver=bench.context.driver, hardware=bench.context.hardware,
-        jobs=jobs if jobs > 1 else 1, workers=workers, calibration_note=timing.note)
+        canonical_plugin=bench.selection.canonical, operation=alg.operation,
+        driver=ctx.driver, hardware=ctx.hardware,
+        jobs=jobs if jobs > 1 else 1, workers=workers, calibration_note=timing.note,
+        iv=bytes(first_iv).hex())
+
+
+def checked_roundtrip_runner(typed: str, alg: Algorithm, ctx: Context,
+                             work: Workload) -> Callable[[int], None]:
+    """A round-trip loop that checks every iteration (FreeBSD cryptotest's ``-c``): one-shot
+    ``ctx.encrypt`` of ``work.data`` (AEADs: the next nonce of ``work.nonces``) must differ
+    from the plaintext, and ``ctx.decrypt`` of it must give the plaintext back; else
+    ``KnownAnswerError`` (one line: plugin, algorithm, size, which iteration)."""
+    data, n = work.data, work.size
+    ivs = cycle(work.nonces) if alg.rules.nonce_per_operation else repeat(work.iv)
+    done = [0]
+
+    def run(count: int) -> None:
+        for iv in islice(ivs, count):
+            done[0] += 1
+            sealed = ctx.encrypt(iv, data)
+            if bytes(sealed[:n]) == data:
+                raise known_answers.KnownAnswerError(
+                    f"{typed} {alg.name}: cipher text unchanged: the encryption of the "
+                    f"{n}-byte buffer equals the plaintext (round trip {done[0]})")
+            if bytes(ctx.decrypt(iv, sealed)) != data:
+                raise known_answers.KnownAnswerError(
+                    f"{typed} {alg.name}: decrypt mismatch: the {n}-byte buffer did not "
+                    f"decrypt back to the plaintext (round trip {done[0]})")
+
+    return run
 
 
 class OpenError(Exception):
@@ -331,12 +396,14 @@ def open_context(selection: Selection, algorithm: str | Algorithm,
 
 @dataclass(frozen=True)
 class Case:
-    """One cell of a speed matrix: algorithm x plugin (as typed) x buffer size x direction."""
+    """One cell of a speed matrix: algorithm x plugin (as typed) x buffer size x direction
+    (``decrypt`` or ``roundtrip`` set only for an algorithm that has that direction)."""
 
     algorithm: str
     plugin: str
     size: int
     decrypt: bool = False
+    roundtrip: bool = False
 
     @property
     def id(self) -> str:

@@ -113,7 +113,8 @@ class MeasureOptions:
 
     ``min_time`` and ``timeout`` in seconds (``timeout`` None: no limit);
     ``rounds`` timed rounds; ``jobs`` processes at once; ``isolate`` measures
-    in a child process.
+    in a child process; ``count`` a fixed number of iterations per round (None:
+    calibrate); ``check_roundtrip`` checks each round trip's result.
     """
 
     min_time: float = 0.1
@@ -121,6 +122,8 @@ class MeasureOptions:
     jobs: int = 1
     timeout: float | None = None
     isolate: bool = False
+    count: int | None = None
+    check_roundtrip: bool = False
 
 
 def fail(message: str) -> NoReturn:
@@ -158,11 +161,14 @@ class MeasuredContext:
         return self.bench.driver
 
     def measure(self, size: int, *, decrypt: bool = False, min_time: float | None = None,
-                rounds: int | None = None) -> Measurement:
+                rounds: int | None = None, roundtrip: bool = False,
+                count: int | None = None) -> Measurement:
         """Time ``size``-byte operations, record the result in the summary, return it.
 
-        ``min_time`` (seconds) and ``rounds`` default to the run's
-        ``--qcrypto-min-time`` and ``--qcrypto-rounds``.  Fails the test on a
+        ``min_time`` (seconds), ``rounds`` and ``count`` (iterations per round) default to
+        the run's ``--qcrypto-min-time``, ``--qcrypto-rounds`` and ``--qcrypto-count``;
+        ``roundtrip`` times one encryption and one decryption per iteration (ciphers and
+        AEADs; direction ``roundtrip``).  Fails the test on a
         wrong known answer, a plugin error, or arguments outside the limits of
         the options (``measure(-5)``, ``rounds=10**100``: a size of 1 byte to
         256 MiB, more than 0 and at most 3600 seconds, 1 to 1000 rounds); skips
@@ -171,16 +177,20 @@ class MeasuredContext:
         """
         options = dataclasses.replace(
             self.options, min_time=self.options.min_time if min_time is None else min_time,
-            rounds=self.options.rounds if rounds is None else rounds)
-        problem = bench.argument_problem(size, options.min_time, options.rounds)
+            rounds=self.options.rounds if rounds is None else rounds,
+            count=self.options.count if count is None else count)
+        problem = bench.argument_problem(size, options.min_time, options.rounds, options.count)
+        if decrypt and roundtrip:
+            problem = "decrypt and roundtrip: choose one (a round trip times both directions)"
         if problem:  # the test's own bug: a failure, never a skip
             fail(f"{self.plugin} {self.algorithm}: measure(): {problem}")
-        m = self._measure(size, decrypt, options)
+        way = {"decrypt": decrypt, "roundtrip": roundtrip}
+        m = self._measure(size, way, options)
         if self._criteria is None:  # the regression gate is off
             self._record(m, None)
             return m
         first_wait = self._meter.share() if self._meter is not None else None
-        verdict = retry(m, lambda: self._measure(size, decrypt, options), self._criteria(m),
+        verdict = retry(m, lambda: self._measure(size, way, options), self._criteria(m),
                         first_wait)
         if self._meter is not None:
             self._meter.start()  # the next measurement of this item is timed from here
@@ -189,14 +199,14 @@ class MeasuredContext:
             pytest.fail(verdict.message, pytrace=False)
         return m
 
-    def _measure(self, size: int, decrypt: bool, options: MeasureOptions) -> Measurement:
+    def _measure(self, size: int, way: dict[str, bool], options: MeasureOptions) -> Measurement:
         who = f"{self.plugin} {self.algorithm}"
         if self.bench.abandoned:
             fail(f"{who} at {size} bytes: not measured, the context was abandoned after a timeout")
         if self.bench.closed:
             fail(f"{who} at {size} bytes: not measured, the context is closed")
         try:
-            return self.bench.measure(size, decrypt=decrypt, **dataclasses.asdict(options))
+            return self.bench.measure(size, **way, **dataclasses.asdict(options))
         except limits.MeasurementTimeout as exc:
             fail(f"timed out after {exc.seconds:g} s in {who} at {size} bytes")
         except limits.CallTimeout as exc:

@@ -79,8 +79,8 @@ def slowdown(current_bps: float, baseline_bps: float) -> float:
 
 
 def fastest_round_bps(m: Measurement) -> float:
-    """Bytes per second of the fastest round of ``m``."""
-    return m.count * m.size / min(m.rounds_s)
+    """Bytes per second of the fastest round of ``m`` (every operation of a round trip)."""
+    return m.operations * m.size / min(m.rounds_s)
 
 
 def kib(bps: float) -> str:
@@ -165,7 +165,7 @@ def without_wait(m: Measurement, share: float | None) -> tuple[float, float]:
     rounds = _without_wait(m.rounds_s, m.cpu_s, share)
     if rounds is None:
         return m.bytes_per_second, fastest_round_bps(m)
-    work = m.count * m.size
+    work = m.operations * m.size
     return work / statistics.median(rounds), work / min(rounds)
 
 

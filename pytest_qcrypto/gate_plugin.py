@@ -310,7 +310,7 @@ class GatePlugin:
         alg = catalog.lookup(case.algorithm)
         if alg is None:
             return
-        direction = alg.direction(case.decrypt)
+        direction = alg.direction(case.decrypt, case.roundtrip)
         key = (alg.name, self.names.canonical(case.plugin), case.size, direction)
         if key not in self.baseline:
             return

@@ -27,6 +27,12 @@ run with an independent guard clock (``time.monotonic``) too, and raises
 but under a tenth of that by the timer: well within a second of wall time
 unless a single operation is slower than that.  As a second line, it also
 stops once the guard has seen ``min_time * 10 + 1`` seconds of calibration.
+
+A fixed count (``--qcrypto-count N``, FreeBSD cryptotest's ``count``):
+:func:`time_count` runs exactly N iterations in every round, without
+calibrating; rounds and the median apply as above.  A round shorter than
+:data:`MIN_FIXED_ROUND_S` is timed, kept and noted (:attr:`Timing.note`: the
+figure is noisy), never silently trusted.
 """
 
 from __future__ import annotations
@@ -38,13 +44,14 @@ import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 
-from pytest_qcrypto import settings
+from pytest_qcrypto import catalog, settings
 from pytest_qcrypto.backends.base import Runner
 
 #: 1 KiB, the unit of qcrypto's table (KiB/s); kB/s would be 1000.
 KIB = 1024
-#: Never double past this count: 2**40 operations cannot finish in a human lifetime.
-MAX_COUNT = 2**40
+#: Never double past this count: 2**40 operations cannot finish in a human lifetime
+#: (also the most ``--qcrypto-count`` takes).
+MAX_COUNT = settings.MAX_COUNT
 #: Calibration skips ahead once a run takes at least this fraction of ``min_time``.
 SKIP_AHEAD = 1 / 16
 #: A timed round shorter than this fraction of ``min_time`` means a stall chose the count.
@@ -54,6 +61,10 @@ MAX_RECALIBRATIONS = 2
 #: A calibration run this long by the guard clock (seconds), that the timer
 #: saw as under a tenth of it, proves the timer broken.
 GUARD_RUN_S = 0.25
+#: A round of a fixed count shorter than this (seconds) is under what the clock and the
+#: loop around it can honestly time: timer resolution, the calls that read the clocks and
+#: the GC switch cost microseconds, a fraction of a percent only of a millisecond.
+MIN_FIXED_ROUND_S = 1e-3
 
 
 class TimerError(RuntimeError):
@@ -78,8 +89,10 @@ class WorkerRecord:
 class Measurement:
     """The result of timing one (algorithm, plugin, size, direction).
 
-    ``count`` operations of ``size`` bytes each ran in every round;
-    ``rounds_s`` and ``cpu_s`` are the wall and CPU seconds of each round.
+    ``count`` iterations over buffers of ``size`` bytes ran in every round
+    (each is :attr:`operations` / ``count`` operations: 2 for a ``roundtrip``,
+    an encryption and a decryption, else 1); ``rounds_s`` and ``cpu_s`` are the
+    wall and CPU seconds of each round.
     ``plugin`` is the name as the user typed it, ``canonical_plugin`` the
     plugin it resolved to; ``driver`` names the implementation when the plugin
     can tell (kernel plugins).
@@ -90,8 +103,9 @@ class Measurement:
     for one job).  ``calibration_note`` says why rounds too short to trust
     were kept (:attr:`Timing.note`; empty: they were not).  ``figure_only``
     marks a measurement rebuilt from a saved figure without counts (schema 1
-    results): its count and rounds are not real.  These four take no part in
-    comparing measurements.
+    results): its count and rounds are not real.  ``iv`` is the hex text of the
+    cipher's IV, or of the first AEAD nonce (empty for digests and MACs; never
+    the key).  These five take no part in comparing measurements.
     """
 
     algorithm: str
@@ -109,6 +123,14 @@ class Measurement:
     workers: tuple[WorkerRecord, ...] = field(default=(), compare=False)
     calibration_note: str = field(default="", compare=False)
     figure_only: bool = field(default=False, compare=False)
+    iv: str = field(default="", compare=False)
+
+    @property
+    def operations(self) -> int:
+        """Operations in each round: ``count`` iterations x the operations of one iteration
+        of :attr:`direction` (:data:`pytest_qcrypto.catalog.OPERATIONS_PER_ITERATION`: 2 for
+        a round trip, as FreeBSD cryptotest counts its crypts; else 1)."""
+        return self.count * catalog.OPERATIONS_PER_ITERATION.get(self.direction, 1)
 
     @property
     def median_s(self) -> float:
@@ -125,8 +147,9 @@ class Measurement:
 
     @property
     def bytes_per_second(self) -> float:
-        """Throughput of the median round, bytes per second."""
-        return self.count * self.size / self.median_s
+        """Throughput of the median round, bytes per second: :attr:`operations` x ``size``
+        over the median round (both directions of a round trip count)."""
+        return self.operations * self.size / self.median_s
 
     @property
     def kib_per_s(self) -> float:
@@ -256,6 +279,42 @@ def time_runner(run: Runner, *, min_time: float = 0.1, rounds: int = 3,
         if min(walls) < min_ns * SHORT_ROUND else ""
     return Timing(count, tuple(w / 1e9 for w in walls), tuple(c / 1e9 for c in cpus),
                   recalibrations, note)
+
+
+def time_count(run: Runner, count: int, *, rounds: int = 3,
+               clock: Callable[[], int] | None = None,
+               cpu_clock: Callable[[], int] | None = None) -> Timing:
+    """Time ``rounds`` rounds of exactly ``count`` iterations each (``run(count)`` per
+    round), without calibrating: ``--qcrypto-count``.
+
+    Clocks as in :func:`time_runner`.  A round under :data:`MIN_FIXED_ROUND_S` seconds
+    gets a note (:func:`fixed_count_note`).  Raises ``ValueError`` for a ``count`` outside
+    1 to :data:`MAX_COUNT` or ``rounds`` outside 1 to
+    :data:`~pytest_qcrypto.settings.MAX_ROUNDS`, and :class:`TimerError` when a round is not
+    positive (a frozen clock).
+    """
+    problem = settings.count_problem(count) or settings.rounds_problem(rounds)
+    if problem:
+        raise ValueError(problem)
+    walls, cpus = _rounds(run, count, rounds, clock or time.perf_counter_ns,
+                          cpu_clock or time.process_time_ns)
+    return Timing(count, tuple(w / 1e9 for w in walls), tuple(c / 1e9 for c in cpus),
+                  note=fixed_count_note(walls))
+
+
+def fixed_count_note(walls_ns: Sequence[float], option: str = "--qcrypto-count") -> str:
+    """``a round of 0.21 ms is under the 1 ms the clock can honestly time: raise
+    --qcrypto-count``, when a round (nanoseconds) is under :data:`MIN_FIXED_ROUND_S`;
+    else empty."""
+    limit_ns = MIN_FIXED_ROUND_S * 1e9
+    short = sorted(w for w in walls_ns if w < limit_ns)
+    if not short:
+        return ""
+    low, high = f"{short[0] / 1e6:.2g}", f"{short[-1] / 1e6:.2g}"
+    what = (f"a round of {low} ms is" if len(short) == 1 else
+            f"rounds of {low} ms are" if low == high else f"rounds of {low} to {high} ms are")
+    return (f"{what} under the {MIN_FIXED_ROUND_S * 1e3:g} ms the clock can honestly time: "
+            f"raise {option}")
 
 
 def _rounds(run: Runner, count: int, rounds: int, clock: Callable[[], int],

@@ -9,6 +9,9 @@ After an untimed warm-up, in every round all workers wait at a barrier,
 then each runs ``count`` operations and notes its start and end on the
 shared monotonic clock.
 
+With a fixed count (``--qcrypto-count N``) nothing is calibrated: every
+worker runs N iterations per round, so a round's total is jobs x N.
+
 The round's figure is the total bytes of all workers over the common window,
 from the earliest start to the latest end: ``sum(counts) * size / (max(ends) -
 min(starts))``.  Per-worker rates are kept for the record, never summed.
@@ -181,8 +184,14 @@ def aggregate(workers: Sequence[Sequence[WorkerRound]]) -> tuple[int, tuple[floa
 
 def time_jobs(run: Runner, jobs: int, *, min_time: float = 0.1, rounds: int = 3,
               start: Starter | None = None, clock: Callable[[], int] | None = None,
-              cpu_clock: Callable[[], int] | None = None) -> JobsTiming:
+              cpu_clock: Callable[[], int] | None = None,
+              count: int | None = None) -> JobsTiming:
     """Calibrate ``run`` here, then time ``rounds`` rounds in ``jobs`` processes at once.
+
+    With ``count`` (iterations, ``--qcrypto-count``) nothing is calibrated: each worker
+    runs exactly ``count`` in every round (the total is ``jobs * count``), and a worker's
+    round under :data:`~pytest_qcrypto.harness.MIN_FIXED_ROUND_S` gets the note of
+    :func:`~pytest_qcrypto.harness.fixed_count_note`.
 
     A worker's round under :data:`~pytest_qcrypto.harness.SHORT_ROUND` of
     ``min_time`` (a stall chose the count) has the count chosen again from its
@@ -202,6 +211,8 @@ def time_jobs(run: Runner, jobs: int, *, min_time: float = 0.1, rounds: int = 3,
     if problem:
         raise ValueError(problem)
     clocks = (clock or time.perf_counter_ns, cpu_clock or time.process_time_ns)
+    if count is not None:
+        return _fixed_jobs(run, jobs, count, rounds, start or fork_workers, clocks)
     calibration = harness.time_runner(run, min_time=min_time, rounds=1,
                                       clock=clocks[0], cpu_clock=clocks[1])
     count, round_s, min_ns = calibration.count, max(calibration.rounds_s), min_time * 1e9
@@ -225,6 +236,24 @@ def time_jobs(run: Runner, jobs: int, *, min_time: float = 0.1, rounds: int = 3,
     total, windows, cpus = aggregate(workers)
     return JobsTiming(total, windows, cpus, tuple(tuple(w) for w in workers), recalibrations,
                       note)
+
+
+def _fixed_jobs(run: Runner, jobs: int, count: int, rounds: int, start: Starter,
+                clocks: Clocks) -> JobsTiming:
+    """:func:`time_jobs` with a fixed ``count``: one set of rounds, no calibration.
+
+    One iteration is run here first, untimed by the figures, to size the workers'
+    timeout as calibration does: a round is about ``count`` times it.
+    """
+    problem = settings.count_problem(count)
+    if problem:
+        raise ValueError(problem)
+    t0, t1, _ = harness.timed(run, 1, *clocks)
+    timeout_s = 30.0 + 10 * jobs * max(t1 - t0, 0) / 1e9 * count
+    workers = start(run, jobs, count, rounds, timeout_s, clocks)
+    note = harness.fixed_count_note([r.end_ns - r.start_ns for w in workers for r in w])
+    total, windows, cpus = aggregate(workers)
+    return JobsTiming(total, windows, cpus, tuple(tuple(w) for w in workers), 0, note)
 
 
 def _worker(run: Runner, count: int, rounds: int, barrier: Any, send: Any,
@@ -352,10 +381,10 @@ def _collect(pipes: list[Any], children: list[Any], barrier: Any,
     return [answers[i] for i in range(len(pipes))]
 
 
-def worker_record(workers: Sequence[Sequence[WorkerRound]],
-                  size: int) -> tuple[harness.WorkerRecord, ...]:
+def worker_record(workers: Sequence[Sequence[WorkerRound]], size: int,
+                  per_iteration: int = 1) -> tuple[harness.WorkerRecord, ...]:
     """Per worker: its count, each round's wall and CPU seconds and KiB/s of ``size``-byte
-    operations (bytes).
+    buffers (bytes), ``per_iteration`` operations each (2 for a round trip).
 
     This is what ``Measurement.workers`` holds for a multi-job measurement.
     """
@@ -363,5 +392,6 @@ def worker_record(workers: Sequence[Sequence[WorkerRound]],
         count=rounds[0].count,
         rounds_s=tuple(r.wall_s for r in rounds),
         cpu_s=tuple(r.cpu_ns / 1e9 for r in rounds),
-        kib_per_s=tuple(r.count * size / r.wall_s / harness.KIB for r in rounds))
+        kib_per_s=tuple(r.count * per_iteration * size / r.wall_s / harness.KIB
+                        for r in rounds))
         for rounds in workers)

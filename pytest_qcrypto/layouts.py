@@ -132,7 +132,8 @@ OPENSSL_SENTENCE = "The 'numbers' are in 1000s of bytes per second processed."
 
 
 def _openssl_label(table: Table, plugin: str, with_plugin: bool) -> str:
-    label = table.algorithm + ("-decrypt" if table.direction == "decrypt" else "")
+    label = table.algorithm + (f"-{table.direction}" if table.direction in ("decrypt", "roundtrip")
+                               else "")
     return f"{label}[{plugin}]" if with_plugin else label
 
 

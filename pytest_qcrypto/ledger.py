@@ -81,7 +81,7 @@ class Ledger:
         """The cell of a skipped or failed matrix or marker item, with the report's reason."""
         alg = catalog.lookup(case.algorithm)
         if alg is not None:
-            self.mark((alg.name, case.plugin, case.size, alg.direction(case.decrypt)),
+            self.mark((alg.name, case.plugin, case.size, alg.direction(case.decrypt, case.roundtrip)),
                       SKIPPED if report.skipped else FAILED, _reason(report))
 
     def _touch(self, plugin: str) -> None:

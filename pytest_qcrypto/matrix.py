@@ -3,7 +3,7 @@
 ``--qcrypto-digest`` / ``--qcrypto-cipher`` add a collector, ``qcrypto``, with one
 item per algorithm x plugin x size (``qcrypto::sha256[openssl-16]``);
 ``@pytest.mark.qcrypto(algorithms, plugins=None, sizes=None, decrypt=False,
-floor=None)`` parametrizes a test the same way.  :class:`Matrix` is the plugin that
+roundtrip=False, floor=None)`` parametrizes a test the same way.  :class:`Matrix` is the plugin that
 adds both; it reads the run's checked settings, registry and plugins from the
 object given to it (:class:`Run`), and is found from the items through
 ``config.stash[MATRIX_KEY]``.  :class:`RunGuard` keeps benchmark items off
@@ -86,7 +86,8 @@ def cases(run: Run) -> Iterator[Case]:
     """The speed matrix, in table order: algorithm, then plugin, then size."""
     s = run.settings
     for alg, sel, size in product(matrix_algorithms(run), run.selections, s.sizes):
-        yield Case(alg.name, sel.typed, size, s.decrypt and alg.can_decrypt)
+        yield Case(alg.name, sel.typed, size, s.decrypt and alg.can_decrypt,
+                   s.roundtrip and alg.can_roundtrip)
 
 
 def check_all(run: Run) -> None:
@@ -129,7 +130,8 @@ def _nothing_to_measure(run: Run, option: str, kinds: tuple[str, ...]) -> str:
 
 
 def marker_cases(run: Run, marker: pytest.Mark) -> list[Case]:
-    """Cases of ``@pytest.mark.qcrypto(algorithms, plugins=None, sizes=None, decrypt=False)``."""
+    """Cases of ``@pytest.mark.qcrypto(algorithms, plugins=None, sizes=None, decrypt=False,
+    roundtrip=False)``."""
     kwargs = dict(marker.kwargs)
     names = list(marker.args) + settings.split_list(_as_list(kwargs.pop("algorithms", [])))
     algorithms: list[Algorithm] = settings.parse_algorithms(
@@ -143,11 +145,15 @@ def marker_cases(run: Run, marker: pytest.Mark) -> list[Case]:
                if sizes is not None else run.settings.sizes)
     settings.check_sizes(algorithms, sizes_t)
     decrypt = bool(kwargs.pop("decrypt", False))
+    roundtrip = bool(kwargs.pop("roundtrip", False))
+    if decrypt and roundtrip:
+        raise SettingsError("decrypt=True and roundtrip=True: choose one (a round trip times "
+                            "one encryption and one decryption per iteration)")
     if "floor" in kwargs:  # applied by the regression gate; checked here, while collecting
         marker_floors(kwargs.pop("floor"), "floor")
     if kwargs:
         raise SettingsError(f"unknown marker arguments: {', '.join(kwargs)}")
-    return [Case(a.name, s.typed, size, decrypt and a.can_decrypt)
+    return [Case(a.name, s.typed, size, decrypt and a.can_decrypt, roundtrip and a.can_roundtrip)
             for a, s, size in product(algorithms, selections, sizes_t)]
 
 
@@ -220,7 +226,8 @@ def _structure_id(item: pytest.Item) -> None:
 
 def speed_cell(qcrypto_case: Case, qcrypto_context: Any) -> None:
     """One cell of the speed matrix: measure the case's size (the figure is recorded)."""
-    qcrypto_context.measure(qcrypto_case.size, decrypt=qcrypto_case.decrypt)
+    qcrypto_context.measure(qcrypto_case.size, decrypt=qcrypto_case.decrypt,
+                            roundtrip=qcrypto_case.roundtrip)
 
 
 def case_of(item: pytest.Item) -> Case | None:

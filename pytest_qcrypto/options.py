@@ -153,8 +153,21 @@ OPTIONS: tuple[Option, ...] = (
            ini_help="default --qcrypto-rounds.",
            help="timed rounds per measurement; the median is reported (default "
                 f"{settings.DEFAULT_ROUNDS})."),
+    Option("--qcrypto-count", metavar="N", ini="qcrypto_count", parse=settings.parse_count,
+           ini_help="default --qcrypto-count.",
+           help="run exactly N iterations in every round instead of calibrating (FreeBSD "
+                "cryptotest's count; --qcrypto-min-time then has no effect); a round under "
+                "1 ms is noted as noisy. With --qcrypto-jobs each process runs N."),
     Option("--qcrypto-decrypt", action="store_true", default=False,
            help="time decryption instead of encryption."),
+    Option("--qcrypto-roundtrip", action="store_true", default=False,
+           help="time ciphers and AEADs doing one encryption then one decryption per "
+                "iteration, as FreeBSD cryptotest does; both count (2 operations an "
+                "iteration); tables and saved results name the direction roundtrip."),
+    Option("--qcrypto-check-roundtrip", action="store_true", default=False,
+           help="with --qcrypto-roundtrip: check every iteration inside the timed loop (the "
+                "ciphertext differs from the plaintext and decrypts back to it), slower, as "
+                "cryptotest -c."),
     Option("--qcrypto-seed", metavar="N", parse=settings.parse_seed,
            help="seed for keys and data, a whole number from -2**63 to 2**63-1 (default: fresh "
                 "random bytes each run)."),

@@ -106,7 +106,8 @@ def _axis_label(unit: str) -> str:
 
 
 def _title(table: Table) -> str:
-    return table.algorithm + (", decrypt" if table.direction == "decrypt" else "")
+    return table.algorithm + (f", {table.direction}" if table.direction in ("decrypt", "roundtrip")
+                              else "")
 
 
 def _points(table: Table, row: str, unit: str) -> tuple[list[int], list[float]]:

@@ -166,13 +166,18 @@ class RunSettings:
         seed = opt("qcrypto_seed")
         if seed is not None:
             seed = settings.parse_seed(seed)
+        count, count_where = self._ini_or_option("qcrypto_count", "qcrypto_count")
+        roundtrip, check_roundtrip = opt("qcrypto_roundtrip"), opt("qcrypto_check_roundtrip")
+        settings.check_directions(opt("qcrypto_decrypt"), roundtrip, check_roundtrip)
         return Settings(
             algorithms=tuple(algorithms), plugins=tuple(plugins), sizes=sizes,
             min_time=(settings.parse_min_time(min_time, min_time_where) if min_time is not None
                       else settings.DEFAULT_MIN_TIME),
             rounds=(settings.parse_rounds(rounds, rounds_where) if rounds is not None
                     else settings.DEFAULT_ROUNDS),
-            decrypt=bool(opt("qcrypto_decrypt")), seed=seed)
+            decrypt=bool(opt("qcrypto_decrypt")), seed=seed,
+            count=settings.parse_count(count, count_where) if count is not None else None,
+            roundtrip=bool(roundtrip), check_roundtrip=bool(check_roundtrip))
 
     @cached_property
     def registry(self) -> Registry:
@@ -306,7 +311,8 @@ class QcryptoRun(RunSettings):
     def _run_state(self) -> tuple[dict[str, Any], dict[str, Any] | None]:
         """The run's min_time and rounds, and the machine state when measuring started."""
         s, state = self.settings, self.machine_state
-        return ({"min_time_s": s.min_time, "rounds": s.rounds},
+        return ({"min_time_s": s.min_time, "rounds": s.rounds,
+                 **({"count": s.count} if s.count is not None else {})},
                 state.as_dict() if state is not None else None)
 
     def pytest_collection_modifyitems(self, items: list[pytest.Item]) -> None:
@@ -385,12 +391,16 @@ class QcryptoRun(RunSettings):
             terminalreporter.write_line(line)
 
     def _unused_decrypt(self) -> list[str]:
-        """A note when ``--qcrypto-decrypt`` met only digests, which have no decrypt direction."""
-        if not (self.requested and self.settings.decrypt) or any(
-                a.can_decrypt for a in self.settings.algorithms):
+        """A note when ``--qcrypto-decrypt`` or ``--qcrypto-roundtrip`` met only digests (and
+        MACs), which have no such direction."""
+        s = self.settings
+        if not self.requested or any(a.can_decrypt for a in s.algorithms):
             return []
+        if s.roundtrip:
+            return ["qcrypto: --qcrypto-roundtrip had no effect: digests and MACs have no round "
+                    "trip (it times ciphers and AEADs encrypting then decrypting)"]
         return ["qcrypto: --qcrypto-decrypt had no effect: digests have no decrypt direction "
-                "(it times ciphers and AEADs decrypting)"]
+                "(it times ciphers and AEADs decrypting)"] if s.decrypt else []
 
     # -- fixtures ----------------------------------------------------------------
 
@@ -403,7 +413,8 @@ class QcryptoRun(RunSettings):
         if self.machine_state is None:
             self.machine_state = machine.capture()
         timeout, isolate = self.time_limits
-        options = MeasureOptions(s.min_time, s.rounds, self.jobs, timeout, isolate)
+        options = MeasureOptions(s.min_time, s.rounds, self.jobs, timeout, isolate, s.count,
+                                 s.check_roundtrip)
         interrupts = self._guard().interrupts
         gate = self.gate
         return QcryptoFixture(

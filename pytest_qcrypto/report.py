@@ -79,10 +79,11 @@ def _measurement(r: Any) -> Measurement:
     if r.count and r.rounds_s:
         count, rounds, figure_only = r.count, tuple(r.rounds_s), False
     else:
-        count, rounds, figure_only = 1, (r.size / r.bytes_per_second,), True
+        per_iteration = catalog.OPERATIONS_PER_ITERATION.get(r.direction, 1)
+        count, rounds, figure_only = 1, (per_iteration * r.size / r.bytes_per_second,), True
     return Measurement(r.algorithm, r.plugin, r.size, r.direction, count, rounds,
                        tuple(r.cpu_s), r.canonical_plugin, r.operation, r.driver, r.hardware,
-                       figure_only=figure_only)
+                       figure_only=figure_only, iv=getattr(r, "iv", ""))
 
 
 def machine_labels(names: Sequence[str]) -> list[str]:

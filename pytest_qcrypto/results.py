@@ -37,6 +37,9 @@ dashboards read them) and only change with ``schema_version``::
 
 ``bytes_per_second`` is ``count * size`` over the median of ``rounds_s``
 (seconds of wall time per round): the figure a regression gate compares.
+``count`` is iterations: for ``direction`` ``roundtrip`` (else ``digest``, ``encrypt``,
+``decrypt``, ``mac``) two operations each, so ``2 * count * size`` as cryptotest counts.
+``iv`` (optional): the hex cipher IV or first AEAD nonce (never the key).
 ``cpu_s`` are the CPU seconds of the same rounds.  ``cpu_wait_share`` is, of
 the time the measuring thread was off the CPU during the measurement, the
 part it was ready to run but waited for a CPU held by other processes (0: it
@@ -237,6 +240,8 @@ def _result(r: object, i: int, check: _Checker) -> Result:
         tries=tuple(g(r, "tries", w, "a list of positive numbers",
                       lambda v: isinstance(v, list) and all(_is_number(x) and x > 0 for x in v),
                       [])),
+        iv=g(r, "iv", w, "a string of hex digits", lambda v: isinstance(v, str)
+             and len(v) <= 128 and len(v) % 2 == 0 and not v.strip("0123456789abcdef"), ""),
     )
     raw = g(r, "workers", w, "a list of objects",
             lambda v: isinstance(v, list) and all(isinstance(e, dict) for e in v), [])

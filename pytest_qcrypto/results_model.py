@@ -15,7 +15,7 @@ from pathlib import Path
 from typing import Any
 
 from pytest_qcrypto import __version__
-from pytest_qcrypto import limits, registry
+from pytest_qcrypto import catalog, limits, registry
 from pytest_qcrypto.harness import KIB, Measurement, WorkerRecord
 
 FORMAT = "pytest-qcrypto results"
@@ -28,7 +28,8 @@ MIN_ROUND_S = 1e-9
 MAX_ROUND_S = 1e6
 #: The schema this version writes; :func:`load` reads 1 up to this one.
 SCHEMA_VERSION = 2
-DIRECTIONS = ("digest", "encrypt", "decrypt")
+#: Every direction a result may have: the catalog's (digest, encrypt, decrypt, mac, roundtrip).
+DIRECTIONS = tuple(d.value for d in catalog.DIRECTIONS)
 
 class ResultsError(ValueError):
     """A results file that cannot be used; ``str()`` names the file and the problem."""
@@ -40,7 +41,8 @@ class WorkerResult:
 
     ``count`` operations in every round; ``rounds_s`` and ``cpu_s`` its wall
     and CPU seconds per round (its own start to end); ``bytes_per_second`` its
-    count times the result's size over its median round.
+    count times the result's size over its median round (times 2 for a round trip:
+    its iterations are two operations each).
     """
 
     count: int
@@ -49,12 +51,14 @@ class WorkerResult:
     bytes_per_second: float
 
     @classmethod
-    def from_record(cls, record: WorkerRecord, size: int) -> WorkerResult:
-        """From an entry of ``Measurement.workers`` (:func:`.jobs.worker_record`)."""
+    def from_record(cls, record: WorkerRecord, size: int, per_iteration: int = 1) -> WorkerResult:
+        """From an entry of ``Measurement.workers`` (:func:`.jobs.worker_record`), whose
+        iterations are ``per_iteration`` operations of ``size`` bytes each."""
         rounds = tuple(float(x) for x in record.rounds_s)
         return cls(count=int(record.count), rounds_s=rounds,
                    cpu_s=tuple(float(x) for x in record.cpu_s),
-                   bytes_per_second=int(record.count) * size / statistics.median(rounds))
+                   bytes_per_second=int(record.count) * per_iteration * size
+                   / statistics.median(rounds))
 
     def to_json(self) -> dict[str, Any]:
         return {"count": self.count, "rounds_s": list(self.rounds_s), "cpu_s": list(self.cpu_s),
@@ -95,6 +99,7 @@ class Result:
     jobs: int = 1
     cpu_wait_share: float | None = None
     workers: tuple[WorkerResult, ...] = ()
+    iv: str = ""
 
     @classmethod
     def from_measurement(cls, m: Measurement, test: str | None = None,
@@ -104,7 +109,8 @@ class Result:
         ``cpu_wait_share`` the share of its time off the CPU spent waiting for one."""
         every = tuple(t.bytes_per_second for t in tries)
         jobs = m.jobs
-        workers = tuple(WorkerResult.from_record(w, m.size) for w in m.workers)
+        per_iteration = catalog.OPERATIONS_PER_ITERATION.get(m.direction, 1)
+        workers = tuple(WorkerResult.from_record(w, m.size, per_iteration) for w in m.workers)
         return cls(algorithm=m.algorithm, plugin=m.plugin, size=m.size, direction=m.direction,
                    bytes_per_second=m.bytes_per_second, count=m.count,
                    rounds_s=tuple(m.rounds_s), cpu_s=tuple(m.cpu_s),
@@ -112,7 +118,7 @@ class Result:
                    driver=m.driver, hardware=m.hardware, test=test,
                    tries=every if len(every) > 1 else (),
                    jobs=jobs if isinstance(jobs, int) and jobs > 0 else 1,
-                   cpu_wait_share=cpu_wait_share, workers=workers)
+                   cpu_wait_share=cpu_wait_share, workers=workers, iv=m.iv)
 
     @property
     def key(self) -> tuple[str, str, int, str]:
@@ -162,6 +168,8 @@ class Result:
             out["tries"] = list(self.tries)
         if self.workers:
             out["workers"] = [w.to_json() for w in self.workers]
+        if self.iv:
+            out["iv"] = self.iv
         return out
 
 

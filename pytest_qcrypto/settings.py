@@ -26,6 +26,9 @@ DEFAULT_ROUNDS = 3
 #: The longest min-time (seconds) and the most rounds, for the options and the Python API.
 MAX_MIN_TIME = 3600.0
 MAX_ROUNDS = 1000
+#: The most iterations per round (``--qcrypto-count``, and where the doubling loop stops):
+#: 2**40 operations cannot finish in a human lifetime.
+MAX_COUNT = 2**40
 #: The algorithm name that means every algorithm of the option's kinds (openssl speed
 #: without an algorithm); the matrix keeps those a chosen plugin supports.
 ALL = "all"
@@ -242,6 +245,32 @@ def parse_rounds(text: object, option: str = "--qcrypto-rounds") -> int:
     return whole_number(text, option, 1, MAX_ROUNDS)
 
 
+def count_problem(count: object) -> str | None:
+    """Why ``count`` (iterations per round, from Python code) is not a whole number from 1 to
+    :data:`MAX_COUNT`, or None: the limits of ``--qcrypto-count``."""
+    if isinstance(count, bool) or not isinstance(count, int) or not 1 <= count <= MAX_COUNT:
+        return (f"count must be a whole number of iterations from 1 to {MAX_COUNT} (2**40), "
+                f"not {shown_value(count)}")
+    return None
+
+
+def parse_count(text: object, option: str = "--qcrypto-count") -> int:
+    """A fixed number of iterations per round, 1 to :data:`MAX_COUNT` (FreeBSD cryptotest's
+    ``count``)."""
+    return whole_number(text, option, 1, MAX_COUNT, noun="a whole number of iterations")
+
+
+def check_directions(decrypt: bool, roundtrip: bool, check_roundtrip: bool) -> None:
+    """``--qcrypto-roundtrip`` excludes ``--qcrypto-decrypt``, and ``--qcrypto-check-roundtrip``
+    needs it: :class:`SettingsError` otherwise."""
+    if roundtrip and decrypt:
+        raise SettingsError("--qcrypto-roundtrip and --qcrypto-decrypt: choose one; a round "
+                            "trip times one encryption and one decryption per iteration")
+    if check_roundtrip and not roundtrip:
+        raise SettingsError("--qcrypto-check-roundtrip checks round trips: give "
+                            "--qcrypto-roundtrip too")
+
+
 #: ``--qcrypto-seed`` takes a signed 64-bit number.
 SEED_RANGE = (-(2**63), 2**63 - 1)
 
@@ -302,7 +331,12 @@ def check_sizes(algorithms: Iterable[Algorithm], sizes: Iterable[int],
 
 @dataclass(frozen=True)
 class Settings:
-    """The checked options of one run.  Sizes in bytes, ``min_time`` in seconds."""
+    """The checked options of one run.  Sizes in bytes, ``min_time`` in seconds.
+
+    ``count``: a fixed number of iterations per round instead of calibrating (None:
+    calibrate); ``roundtrip``: ciphers and AEADs time one encryption and one decryption per
+    iteration; ``check_roundtrip``: each such iteration also checks its result.
+    """
 
     algorithms: tuple[Algorithm, ...] = ()
     plugins: tuple[str, ...] = ()
@@ -311,3 +345,6 @@ class Settings:
     rounds: int = DEFAULT_ROUNDS
     decrypt: bool = False
     seed: int | None = None
+    count: int | None = None
+    roundtrip: bool = False
+    check_roundtrip: bool = False

@@ -17,6 +17,7 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 
+from pytest_qcrypto import catalog
 from pytest_qcrypto.harness import Measurement
 
 SKIPPED, FAILED = "skipped", "failed"
@@ -40,14 +41,15 @@ class Unit:
 
 #: ``--qcrypto-unit`` choices.  KiB and MiB are 1024-based (qcrypto's unit);
 #: kB and MB are 1000-based, as OpenSSL's "k", and their headers say so.
-#: One operation is one buffer of the column's size.
+#: One operation is one buffer of the column's size (a round trip is two: an encryption and
+#: a decryption, :attr:`Measurement.operations`).
 UNITS: dict[str, Unit] = {u.name: u for u in (
     Unit("KiB/s", "KiB/s", lambda m: m.kib_per_s),
     Unit("MiB/s", "MiB/s", lambda m: m.bytes_per_second / (1024 * 1024)),
     Unit("kB/s", "kB/s, 1 kB = 1000 bytes", lambda m: m.bytes_per_second / 1000),
     Unit("MB/s", "MB/s, 1 MB = 1000000 bytes", lambda m: m.bytes_per_second / 1_000_000),
-    Unit("ops/s", "ops/s", lambda m: m.count / m.median_s),
-    Unit("ns/op", "ns/op", lambda m: m.median_s / m.count * 1e9, faster_is_higher=False),
+    Unit("ops/s", "ops/s", lambda m: m.operations / m.median_s),
+    Unit("ns/op", "ns/op", lambda m: m.median_s / m.operations * 1e9, faster_is_higher=False),
 )}
 DEFAULT_UNIT = "KiB/s"
 
@@ -67,7 +69,7 @@ class Table:
 
     algorithm: str
     kind: str  # "digest" or "cipher", the word of the header
-    direction: str  # "digest", "encrypt" or "decrypt"
+    direction: str  # a catalog Direction: "digest", "encrypt", "decrypt", "mac", "roundtrip"
     plugins: tuple[str, ...]
     sizes: tuple[int, ...]
     cells: dict[tuple[str, int], Cell]
@@ -82,13 +84,25 @@ class Table:
 
 
 
+#: The directions a kind is measured in by default: a table header names any other.
+DEFAULT_DIRECTIONS = frozenset(rules.directions[0] for rules in catalog.RULES.values())
+
+
 def _verb(table: Table) -> str:
-    return {"digest": "digests", "encrypt": "encryptions", "decrypt": "decryptions"}[table.direction]
+    """The noun of the verbose lines: ``digests``, ``decryptions``, ``round trips``."""
+    return catalog.Direction(table.direction).verb
+
+
+def direction_suffix(direction: str, separator: str = ", ") -> str:
+    """``, decrypt`` or ``, roundtrip`` (with ``separator``) for a direction that is not its
+    kind's default (``digest``, ``encrypt``, ``mac``: empty)."""
+    return "" if direction in DEFAULT_DIRECTIONS else f"{separator}{direction}"
 
 
 def header(table: Table, unit: str = "KiB/s") -> str:
-    """``Benchmark results for 'aes-128-cbc' cipher, decrypt (KiB/s):``."""
-    how = ", decrypt" if table.direction == "decrypt" else ""
+    """``Benchmark results for 'aes-128-cbc' cipher, decrypt (KiB/s):``, ``... cipher,
+    roundtrip (KiB/s):``."""
+    how = direction_suffix(table.direction)
     return f"Benchmark results for '{table.algorithm}' {table.kind}{how} ({UNITS[unit].label}):"
 
 

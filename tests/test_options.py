@@ -20,6 +20,8 @@ OPTIONS_BEFORE = [
     ("--qcrypto-allow-missing", None), ("--qcrypto-require-same-machine", None),
     ("--qcrypto-unit", "UNIT"), ("--qcrypto-format", "FORMAT"), ("--qcrypto-plot", "PATH"),
     ("--qcrypto-bare", None), ("--qcrypto-jobs", "N"),
+    # issue 13: cryptotest's fixed count and round trip
+    ("--qcrypto-count", "N"), ("--qcrypto-roundtrip", None), ("--qcrypto-check-roundtrip", None),
 ]
 #: Every ini key and its type as pytest --help showed them before the table.
 INI_BEFORE = [
@@ -28,6 +30,7 @@ INI_BEFORE = [
     ("qcrypto_threshold", "string"), ("qcrypto_thresholds", "linelist"),
     ("qcrypto_floors", "linelist"), ("qcrypto_confirm", "string"),
     ("qcrypto_allow_missing", "bool"), ("qcrypto_require_same_machine", "bool"),
+    ("qcrypto_count", "string"),  # issue 13
 ]
 
 

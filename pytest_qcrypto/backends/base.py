@@ -10,7 +10,8 @@ and the errors :class:`Unavailable`, :class:`Unsupported` and
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
+from itertools import repeat
 
 from pytest_qcrypto import catalog
 from pytest_qcrypto.catalog import Algorithm
@@ -40,7 +41,8 @@ class Workload:
     ``nonces`` (cycled) and an empty AAD.  When ``decrypt`` is true,
     ``ciphertext`` is what the loop decrypts: for ciphers ``data`` encrypted
     under ``iv``, for AEADs ``data`` sealed under ``nonces[0]`` (ciphertext
-    followed by the tag), and every operation uses ``nonces[0]``.
+    followed by the tag), and every operation uses ``nonces[0]``.  A round trip
+    (:meth:`Context.roundtrip_runner`) gets ``ciphertext`` as a decryption does.
     """
 
     data: bytes
@@ -96,6 +98,27 @@ class Context:
     def runner(self, work: Workload) -> Runner:
         """The timed loop for ``work``: a callable that runs ``count`` operations."""
         raise NotImplementedError
+
+    def roundtrip_runner(self, work: Workload) -> Runner:
+        """The timed loop of a round trip (``--qcrypto-roundtrip``, FreeBSD cryptotest's
+        iteration): ``count`` iterations of one encryption of ``work.data`` and one
+        decryption of ``work.ciphertext`` (AEADs: a fresh nonce from ``work.nonces`` for the
+        encryption; the decryption verifies the tag, as :meth:`runner` does for ``decrypt``).
+
+        The default composes this context's own encrypt and decrypt runners, one operation
+        of each per iteration.  A plugin may override it with a tighter loop; one whose two
+        runners cannot be interleaved on one context (they share a socket or a session
+        whose direction is set once) must.
+        """
+        encrypt = self.runner(replace(work, decrypt=False))
+        decrypt = self.runner(replace(work, decrypt=True))
+
+        def run(count: int, encrypt: Runner = encrypt, decrypt: Runner = decrypt) -> None:
+            for _ in repeat(None, count):
+                encrypt(1)
+                decrypt(1)
+
+        return run
 
     def close(self) -> None:
         """Release what the context holds (a session, a socket).  Safe to call twice."""
