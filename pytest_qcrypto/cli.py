@@ -2,7 +2,7 @@
 
 ::
 
-    qcrypto speed [-C cipher | -D digest] [-P plugin]... [-v] [--qcrypto-OPTION ...]
+    qcrypto speed [-C cipher | -D digest | -M mac] [-P plugin]... [-v] [--qcrypto-OPTION ...]
     qcrypto list
     qcrypto report FILE... [--qcrypto-unit U] [--qcrypto-format F] [--qcrypto-plot PATH]...
 
@@ -73,6 +73,8 @@ def build_parser() -> argparse.ArgumentParser:
                        help="the cipher or AEAD to measure, e.g. aes-128-cbc")
     which.add_argument("-D", dest="digest", metavar="digest",
                        help="the digest to measure, e.g. sha256")
+    which.add_argument("-M", dest="mac", metavar="mac",
+                       help="the MAC to measure, e.g. hmac-sha256, cmac-aes-128, poly1305")
     speed.add_argument("-P", dest="plugins", metavar="plugin", action="append", default=[],
                        help=f"a crypto plugin (up to {settings.MAX_PLUGINS} times; rows in this "
                             "order). Default: the first available plugin.")
@@ -125,12 +127,13 @@ def main(argv: Sequence[str] | None = None) -> int:
 
 
 def _algorithm(name: str, kinds: tuple[str, ...], flag: str) -> str:
-    """Check a -C / -D name against the catalog, in this command's words."""
+    """Check a -C / -D / -M name against the catalog, in this command's words."""
     try:
         settings.parse_algorithms([name], kinds, flag)
     except SettingsError as exc:
         raise UsageError(f"qcrypto speed: {exc}".replace("--qcrypto-digest", "-D")
                          .replace("--qcrypto-cipher", "-C")
+                         .replace("--qcrypto-mac", "-M")
                          .replace("pytest --qcrypto-list or qcrypto list", "qcrypto list")
                          .replace("pytest --qcrypto-list", "qcrypto list")) from None
     return name
@@ -173,14 +176,17 @@ def speed_args(ns: argparse.Namespace, extra: Sequence[str]) -> list[str]:
                          f"got {len(ns.plugins)}")
     args = ["--qcrypto-bare", "-p", "no:cacheprovider"]
     args += ["-v"] * ns.verbose + ["--no-header"] if ns.verbose else ["-qq"]
-    named = any(a.split("=")[0] in ("--qcrypto-digest", "--qcrypto-cipher") for a in extra)
+    selecting = [f"--qcrypto-{option}" for option in catalog.OPTION_GROUPS]
+    named = any(a.split("=")[0] in selecting for a in extra)
     if ns.digest:
         args += ["--qcrypto-digest", _algorithm(ns.digest, (catalog.DIGEST,), "-D")]
     elif ns.cipher:
         args += ["--qcrypto-cipher",
                  _algorithm(ns.cipher, (catalog.CIPHER, catalog.AEAD), "-C")]
+    elif ns.mac:
+        args += ["--qcrypto-mac", _algorithm(ns.mac, (catalog.MAC,), "-M")]
     elif not named:  # as openssl speed without an algorithm: all the plugins support
-        args += ["--qcrypto-digest", settings.ALL, "--qcrypto-cipher", settings.ALL]
+        args += [a for option in selecting for a in (option, settings.ALL)]
     for plugin in ns.plugins:
         args += ["--qcrypto-plugin", plugin]
     return args + joined(extra)

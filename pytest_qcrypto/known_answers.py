@@ -4,7 +4,11 @@ The vectors live in ``vectors/vectors.json`` inside the package (so they ship
 in the wheel); each entry's ``name`` cites the standard it comes from: FIPS
 180-4 and FIPS 202 (SHA-1/2/3), RFC 1321 (MD5), RFC 7693 (BLAKE2), GB/T 32905
 (SM3), NIST SP 800-38A (AES CBC/CTR/ECB), IEEE 1619-2007 (XTS), McGrew & Viega's
-GCM specification, RFC 8439 (ChaCha20, ChaCha20-Poly1305), NIST SP 800-67 (TDEA).
+GCM specification, RFC 8439 (ChaCha20, ChaCha20-Poly1305, Poly1305: section 2.5.2 and
+appendix A.3), NIST SP 800-67 (TDEA), FIPS 81 appendix C (DES CBC), Eric Young's
+Blowfish CBC vector from Schneier's test vectors, RFC 2144 appendix B.1 (CAST-128),
+RFC 2202 (HMAC-MD5, HMAC-SHA-1), RFC 4231 (HMAC-SHA-256/384/512; the truncated-output
+case 5 is left out) and RFC 4493 / NIST SP 800-38B appendix D.1 (AES-CMAC).
 """
 
 from __future__ import annotations
@@ -45,7 +49,9 @@ def returned(plugin: str, method: str, value: object) -> bytes:
 
 @dataclass(frozen=True)
 class Vector:
-    """One known answer.  For AEADs ``output`` is the ciphertext followed by the tag."""
+    """One known answer.  For AEADs ``output`` is the ciphertext followed by the tag; for
+    MACs ``input`` is the message and ``output`` the MAC under ``key`` (an HMAC key may
+    be of any length: RFC 4231 cases 6 and 7 take 131 bytes)."""
 
     algorithm: str
     name: str
@@ -72,6 +78,9 @@ def _all_vectors() -> dict[str, tuple[Vector, ...]]:
         found.setdefault(v["algorithm"], []).append(
             Vector(v["algorithm"], v["name"], h(v["plaintext"]), h(v["ciphertext"]) + h(v["tag"]),
                    h(v["key"]), h(v["nonce"]), h(v["aad"])))
+    for v in raw.get("macs", ()):
+        found.setdefault(v["algorithm"], []).append(
+            Vector(v["algorithm"], v["name"], h(v["message"]), h(v["tag"]), h(v["key"])))
     return {k: tuple(v) for k, v in found.items()}
 
 
@@ -92,8 +101,9 @@ def check_vectors(plugin: str, alg: Algorithm, open_context: Callable[[bytes], C
     closed by ``close(ctx)`` (default ``ctx.close()``; the harness bounds it in time).
 
     Runs the checks of the kind's rules (:attr:`KindRules.checks
-    <pytest_qcrypto.catalog.KindRules.checks>`): the digest; or the encryption and the
-    decryption, and for AEADs that a tampered tag is rejected.  Returns how many vectors ran.
+    <pytest_qcrypto.catalog.KindRules.checks>`): the digest; the MAC under the vector's
+    key; or the encryption and the decryption, and for AEADs that a tampered tag is
+    rejected.  Returns how many vectors ran.
     Raises :class:`KnownAnswerError` on the first wrong answer
     (:class:`WrongTypeError` for an answer that is not bytes; plugin errors
     such as ``Unsupported`` or ``OSError`` propagate as they are).
@@ -117,6 +127,12 @@ def _check_digest(plugin: str, alg: Algorithm, vector: Vector, ctx: Context) -> 
     got = returned(plugin, "digest", ctx.digest(vector.input))
     if got != vector.output:
         _fail(plugin, alg, vector, "digest", got, vector.output)
+
+
+def _check_mac(plugin: str, alg: Algorithm, vector: Vector, ctx: Context) -> None:
+    got = returned(plugin, "mac", ctx.mac(vector.input))
+    if got != vector.output:
+        _fail(plugin, alg, vector, "MAC", got, vector.output)
 
 
 def _check_encrypt(plugin: str, alg: Algorithm, vector: Vector, ctx: Context) -> None:
@@ -148,6 +164,7 @@ CHECKS: dict[Check, Callable[[str, Algorithm, Vector, Context], None]] = {
     Check.ENCRYPT: _check_encrypt,
     Check.DECRYPT: _check_decrypt,
     Check.REJECTS_BAD_TAG: _check_rejects_bad_tag,
+    Check.MAC: _check_mac,
 }
 
 

@@ -95,13 +95,14 @@ def check_all(run: Run) -> None:
 
     ``--qcrypto-cipher all --qcrypto-plugin hashlib`` is a usage error, also beside
     ``--qcrypto-digest sha256``: the ciphers would silently be left out.  ``all``
-    given to both options (``qcrypto speed`` without -C or -D) asks for everything
-    the plugins support, like ``openssl speed``: one algorithm of either kind will do.
+    given to several options (``qcrypto speed`` without -C, -D or -M gives it to all
+    three) asks for everything the plugins support, like ``openssl speed``: one
+    algorithm of any of their kinds will do.
     """
     opt = run.config.getoption
     asked = [(f"--qcrypto-{o} {settings.ALL}", kinds) for o, kinds in SELECTION
              if settings.ALL in (t.lower() for t in settings.split_list(opt(f"qcrypto_{o}")))]
-    if len(asked) == len(SELECTION):
+    if len(asked) > 1:
         asked = [("", tuple(k for _, kinds in SELECTION for k in kinds))]
     supported = _supported(run)
     for option, kinds in asked:

@@ -94,6 +94,10 @@ def pytest_configure(config: pytest.Config) -> None:
         run.start_gate(guard)
 
 
+#: The ``--qcrypto-list`` word of a kind where it is not the kind and an ``s`` (``digests``).
+_LIST_WORDS = {catalog.Kind.MAC: "MACs"}
+
+
 def list_plugins(registry: Registry) -> list[str]:
     """The ``--qcrypto-list`` text: each plugin, its state, library, algorithms, details."""
     lines = ["crypto plugins (first available is the default):"]
@@ -108,7 +112,7 @@ def list_plugins(registry: Registry) -> list[str]:
         for kind in catalog.KINDS:
             names = [n for n in catalog.names(kind) if n in supported]
             if names:
-                lines.append(f"  {kind}s: {', '.join(names)}")
+                lines.append(f"  {_LIST_WORDS.get(kind, kind + 's')}: {', '.join(names)}")
         if why is None and supported:
             done = registry.implementations(p, [n for n in catalog.names() if n in supported])
             lines.append(f"  implementations: {describe_implementations(done)}")

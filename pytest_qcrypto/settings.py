@@ -280,6 +280,10 @@ def parse_seed(text: object, option: str = "--qcrypto-seed") -> int:
     return whole_number(text, option, *SEED_RANGE)
 
 
+#: An example list of names for each table word, in messages about a bad list.
+_EXAMPLES = {"digest": "sha256,md5", "MAC": "hmac-sha256,cmac-aes-128"}
+
+
 def parse_algorithms(values: Iterable[str] | None, kinds: tuple[str, ...],
                      option: str) -> list[Algorithm]:
     """Catalog algorithms of the given kinds, in the order given, without repeats.
@@ -291,7 +295,7 @@ def parse_algorithms(values: Iterable[str] | None, kinds: tuple[str, ...],
     texts = [str(v) for v in values or ()]
     if any(t.strip() for t in texts):  # nothing at all is "no algorithm name given"
         check_elements(texts, option, f"{word} names",
-                       "sha256,md5" if word == "digest" else "aes-128-cbc,aes-256-gcm")
+                       _EXAMPLES.get(word, "aes-128-cbc,aes-256-gcm"))
     for name in split_list(values):
         if name.lower() == ALL:
             found += [a for a in catalog.algorithms(kinds) if a not in found]
@@ -300,7 +304,7 @@ def parse_algorithms(values: Iterable[str] | None, kinds: tuple[str, ...],
         if alg is None or not alg.is_of(kinds):
             if alg is not None:
                 hint = (f"; {alg.name} is a {alg.table_kind}: use "
-                        f"--qcrypto-{alg.table_kind} {alg.name}.")
+                        f"--qcrypto-{alg.rules.option} {alg.name}.")
             else:
                 close = catalog.suggest(name, kinds)
                 hint = f"; did you mean {', '.join(close)}?" if close else "."

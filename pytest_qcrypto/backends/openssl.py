@@ -6,6 +6,10 @@ Timed call paths (the fastest honest ones, see the project's measurement notes):
   context per operation without re-resolving the algorithm;
 * cipher: one ``Cipher(...).encryptor()`` (or decryptor) for the whole
   measurement, ``update_into(buf, out)`` into a preallocated output;
+* MAC: HMAC and CMAC as the digest: ``m = pristine.copy(); m.update(buf);
+  m.finalize()`` on a keyed object built once (the key schedule is not redone per
+  operation); Poly1305 ``Poly1305.generate_tag(key, buf)``, one call per message
+  (pyca cannot copy a keyed Poly1305, and its one-time key is set per message anyway);
 * AEAD: ``AESGCM(key)`` / ``ChaCha20Poly1305(key)`` built once,
   ``encrypt_into(nonce, buf, None, out)`` per message (``decrypt_into`` verifies
   the tag).  ``encrypt_into`` and ``decrypt_into`` exist from cryptography 47;
@@ -15,8 +19,12 @@ Timed call paths (the fastest honest ones, see the project's measurement notes):
   allocation and copy: :meth:`OpenSSLPlugin.implementation` says so for those
   algorithms, and saved results record it.
 
-``des-ede3-cbc`` is pyca's TripleDES, from ``cryptography.hazmat.decrepit``
-(cryptography 43 and later) or from ``primitives.ciphers.algorithms`` (before 43).
+``des-ede3-cbc``, ``bf-cbc`` and ``cast5-cbc`` are pyca's TripleDES, Blowfish and
+CAST5, from ``cryptography.hazmat.decrepit`` (cryptography 43 and later) or from
+``primitives.ciphers.algorithms`` (before 43); OpenSSL 3 serves Blowfish and CAST5
+from its legacy provider, which pyca loads (``backend.cipher_supported`` says when
+it could not).  ``des-cbc`` is not supported: pyca has no single DES, and a
+TripleDES with one 8-byte key repeated computes DES at three times its cost.
 
 The alias ``openssl-3`` is accepted, as in qcrypto's own example; the OpenSSL
 version really used is what :meth:`OpenSSLPlugin.version` reports.
@@ -66,18 +74,43 @@ def _cipher_parts(alg: Algorithm, key: bytes, iv: bytes) -> tuple[Any, Any]:
         return algorithms.AES(key), (modes.ECB() if alg.mode == "ecb" else mode(iv))
     if alg.name == "chacha20":
         return algorithms.ChaCha20(key, iv), None
-    if alg.name == "des-ede3-cbc":
-        return _triple_des()(key), modes.CBC(iv)
+    if alg.name in _DECREPIT:
+        return _decrepit(_DECREPIT[alg.name])(key), modes.CBC(iv)
+    if alg.name == "des-cbc":
+        raise Unsupported(NO_SINGLE_DES)
     raise Unsupported(f"openssl plugin has no mapping for {alg.name}")
 
 
-def _triple_des() -> Any:
-    """pyca's TripleDES class: from ``hazmat.decrepit`` (cryptography 43+), else the old place."""
+#: Why ``des-cbc`` is not an openssl row (:meth:`OpenSSLPlugin.open` raises it).
+NO_SINGLE_DES = ("pyca/cryptography has no single DES: a TripleDES with one 8-byte key "
+                 "repeated computes DES at three times its cost, so des-cbc is not measured "
+                 "here (pycryptodome has it)")
+#: catalog name -> pyca's class name of the decrepit CBC ciphers
+_DECREPIT = {"des-ede3-cbc": "TripleDES", "bf-cbc": "Blowfish", "cast5-cbc": "CAST5"}
+
+
+def _decrepit(name: str) -> Any:
+    """pyca's class ``name`` (TripleDES, Blowfish, CAST5): from ``hazmat.decrepit``
+    (cryptography 43+), else from ``primitives.ciphers.algorithms``."""
     try:
-        from cryptography.hazmat.decrepit.ciphers.algorithms import TripleDES
+        from cryptography.hazmat.decrepit.ciphers import algorithms
     except ImportError:  # cryptography before 43
-        from cryptography.hazmat.primitives.ciphers.algorithms import TripleDES
-    return TripleDES
+        from cryptography.hazmat.primitives.ciphers import algorithms
+    return getattr(algorithms, name)
+
+
+def _mac_supported(alg: Algorithm) -> bool:
+    """Whether the OpenSSL under pyca computes the MAC ``alg``."""
+    from cryptography.hazmat.backends.openssl import backend
+
+    if alg.name == "poly1305":
+        return backend.poly1305_supported()
+    if alg.name == "cmac-aes-128":
+        from cryptography.hazmat.primitives.ciphers import algorithms
+
+        return backend.cmac_algorithm_supported(algorithms.AES(bytes(16)))
+    h = _hash_algorithm(alg.family)
+    return h is not None and backend.hmac_supported(h)
 
 
 def _has_aead_into() -> bool:
@@ -120,8 +153,8 @@ class OpenSSLPlugin(CryptoPlugin):
 
         openssl = " ".join(backend.openssl_version_text().split()[:2])
         text = f"{openssl} via cryptography {cryptography.__version__}"
-        if algorithm.name == "des-ede3-cbc":
-            text += " (pyca's decrepit TripleDES)"
+        if algorithm.name in _DECREPIT:
+            text += f" (pyca's decrepit {_DECREPIT[algorithm.name]})"
         elif algorithm.has_tag and not _has_aead_into():
             text += (" (timed through encrypt()/decrypt(): a new bytes object per message; "
                      "encrypt_into needs cryptography 47)")
@@ -132,7 +165,10 @@ class OpenSSLPlugin(CryptoPlugin):
 
         found = set()
         for alg in catalog.ALGORITHMS:
-            if not alg.keyed:
+            if alg.is_of((Kind.MAC,)):
+                if _mac_supported(alg):
+                    found.add(alg.name)
+            elif not alg.keyed:
                 h = _hash_algorithm(alg.name)
                 if h is not None and backend.hash_supported(h):
                     found.add(alg.name)
@@ -151,6 +187,8 @@ class OpenSSLPlugin(CryptoPlugin):
     def open(self, algorithm: Algorithm, key: bytes, variant: str | None = None) -> Context:
         if variant:
             raise Unsupported(f"the openssl plugin has no drivers to pin (got ':{variant}')")
+        if algorithm.name == "des-cbc":
+            raise Unsupported(NO_SINGLE_DES)
         return _CONTEXTS[algorithm.kind](algorithm, key)
 
 
@@ -200,6 +238,52 @@ class _CipherContext(Context):
                 out: bytearray = out) -> None:
             for _ in repeat(None, count):
                 update_into(buf, out)
+
+        return run
+
+
+class _MacContext(Context):
+    """HMAC or CMAC: a keyed pristine object, copied per operation; Poly1305: one call."""
+
+    def __init__(self, algorithm: Algorithm, key: bytes) -> None:
+        super().__init__(algorithm, key)
+        self._pristine: Any = None
+        if algorithm.name == "poly1305":
+            from cryptography.hazmat.primitives.poly1305 import Poly1305
+
+            Poly1305(key)  # a wrong key length fails here, not in the timed loop
+            self._tag = Poly1305.generate_tag
+        elif algorithm.name == "cmac-aes-128":
+            from cryptography.hazmat.primitives import cmac
+            from cryptography.hazmat.primitives.ciphers import algorithms
+
+            self._pristine = cmac.CMAC(algorithms.AES(key))
+        else:
+            from cryptography.hazmat.primitives import hmac
+
+            self._pristine = hmac.HMAC(key, _hash_algorithm(algorithm.family))
+
+    def mac(self, data: bytes) -> bytes:
+        if self._pristine is None:
+            return self._tag(self.key, data)
+        m = self._pristine.copy()
+        m.update(data)
+        return m.finalize()
+
+    def runner(self, work: Workload) -> Runner:
+        if self._pristine is None:
+            def run_poly(count: int, tag: Any = self._tag, key: bytes = self.key,
+                         buf: bytes = work.data) -> None:
+                for _ in repeat(None, count):
+                    tag(key, buf)
+
+            return run_poly
+
+        def run(count: int, copy: Any = self._pristine.copy, buf: bytes = work.data) -> None:
+            for _ in repeat(None, count):
+                m = copy()
+                m.update(buf)
+                m.finalize()
 
         return run
 
@@ -265,7 +349,8 @@ class _AeadContext(Context):
 
 #: The context class of each kind of algorithm.
 _CONTEXTS: dict[Kind, type[Context]] = {
-    Kind.DIGEST: _DigestContext, Kind.CIPHER: _CipherContext, Kind.AEAD: _AeadContext}
+    Kind.DIGEST: _DigestContext, Kind.CIPHER: _CipherContext, Kind.AEAD: _AeadContext,
+    Kind.MAC: _MacContext}
 
 
 

@@ -13,7 +13,16 @@ Timed call paths:
   ``encrypt(buf, output=out)`` into a preallocated buffer;
 * AEAD: a new GCM / ChaCha20-Poly1305 object per message (PyCryptodome has no
   way to re-nonce one), then ``encrypt(buf, output=out)`` and ``digest()``;
-  decrypt is ``decrypt(ct, output=out)`` and ``verify(tag)``.
+  decrypt is ``decrypt(ct, output=out)`` and ``verify(tag)``;
+* MAC: ``m = pristine.copy(); m.update(buf); m.digest()`` on an ``HMAC.new(key,
+  digestmod=...)`` or ``CMAC.new(key, ciphermod=AES)`` object keyed once (its HMAC and
+  CMAC are Python code over its C hashes and AES).
+
+``des-cbc``, ``bf-cbc`` and ``cast5-cbc`` are ``Crypto.Cipher`` ``DES``, ``Blowfish``
+and ``CAST`` in ``MODE_CBC``.  ``poly1305`` is not supported: PyCryptodome's
+``Crypto.Hash.Poly1305.new`` always derives the one-time key (r, s) from AES or
+ChaCha20 and a nonce; it has no public way to MAC under a given 32-byte key as RFC 8439
+section 2.5 (and the benchmark) does.
 """
 
 from __future__ import annotations
@@ -58,6 +67,12 @@ _DIGESTS: dict[str, tuple[str, str, dict[str, Any]]] = {
 #: AES mode -> PyCryptodome's constant name
 _AES_MODES = {"cbc": "MODE_CBC", "ctr": "MODE_CTR", "ecb": "MODE_ECB", "xts": "MODE_XTS",
               "gcm": "MODE_GCM"}
+#: catalog name -> the Crypto.Cipher module of the other CBC ciphers
+_CBC = {"des-ede3-cbc": "DES3", "des-cbc": "DES", "bf-cbc": "Blowfish", "cast5-cbc": "CAST"}
+#: Why ``poly1305`` is not a pycryptodome row (:meth:`PyCryptodomePlugin.open` raises it).
+NO_RAW_POLY1305 = ("PyCryptodome's Poly1305 derives its one-time key from AES or ChaCha20 "
+                   "and a nonce (Crypto.Hash.Poly1305.new); it has no public way to MAC under "
+                   "a given 32-byte key as RFC 8439 section 2.5 does")
 
 
 def _hash_factory(name: str) -> Any:
@@ -87,7 +102,10 @@ class PyCryptodomePlugin(CryptoPlugin):
         return f"PyCryptodome {Crypto.__version__}"
 
     def implementation(self, algorithm: Algorithm) -> str:
-        """``PyCryptodome 3.20.0 (its own C code)``: no algorithm goes to OpenSSL."""
+        """``PyCryptodome 3.20.0 (its own C code)``: no algorithm goes to OpenSSL; its HMAC
+        and CMAC are ``(Python HMAC/CMAC over its own C code)``."""
+        if algorithm.is_of((Kind.MAC,)):
+            return f"{self.version()} (Python HMAC/CMAC over its own C code)"
         return f"{self.version()} (its own C code)"
 
     def supported(self) -> frozenset[str]:
@@ -104,17 +122,24 @@ class PyCryptodomePlugin(CryptoPlugin):
             if alg.family == "aes" and alg.mode in _AES_MODES and hasattr(AES, _AES_MODES[alg.mode]):
                 found.add(alg.name)
         for name, module in (("chacha20", "ChaCha20"), ("chacha20-poly1305", "ChaCha20_Poly1305"),
-                             ("des-ede3-cbc", "DES3")):
+                             *_CBC.items()):
             try:
                 importlib.import_module(f"Crypto.Cipher.{module}")
             except ImportError:
                 continue
             found.add(name)
+        for alg in catalog.algorithms((Kind.MAC,)):
+            if alg.name.startswith("hmac-") and alg.family in found:
+                found.add(alg.name)
+            elif alg.name == "cmac-aes-128" and "aes-128-cbc" in found:
+                found.add(alg.name)
         return frozenset(found)
 
     def open(self, algorithm: Algorithm, key: bytes, variant: str | None = None) -> Context:
         if variant:
             raise Unsupported(f"the pycryptodome plugin has no drivers to pin (got ':{variant}')")
+        if algorithm.name == "poly1305":
+            raise Unsupported(NO_RAW_POLY1305)
         if algorithm.name not in self.supported():
             raise Unsupported(f"PyCryptodome has no {algorithm.name}")
         return _CONTEXTS[algorithm.kind](algorithm, key)
@@ -154,10 +179,9 @@ class _CipherContext(Context):
             c = ChaCha20.new(key=self.key, nonce=iv[4:])
             c.seek(int.from_bytes(iv[:4], "little") * 64)
             return c
-        if alg.name == "des-ede3-cbc":
-            from Crypto.Cipher import DES3
-
-            return DES3.new(self.key, DES3.MODE_CBC, iv)
+        if alg.name in _CBC:
+            module = importlib.import_module(f"Crypto.Cipher.{_CBC[alg.name]}")
+            return module.new(self.key, module.MODE_CBC, iv)
         raise Unsupported(f"PyCryptodome has no {alg.name}")
 
     def encrypt(self, iv: bytes, data: bytes, aad: bytes = b"") -> bytes:
@@ -175,6 +199,37 @@ class _CipherContext(Context):
                 buf: bytes = buf, out: bytearray = out) -> None:
             for _ in repeat(None, count):
                 op(buf, output=out)
+
+        return run
+
+
+class _MacContext(Context):
+    """HMAC over a PyCryptodome hash, or AES-CMAC: a keyed pristine object, copied per MAC."""
+
+    def __init__(self, algorithm: Algorithm, key: bytes) -> None:
+        super().__init__(algorithm, key)
+        if algorithm.name == "cmac-aes-128":
+            from Crypto.Cipher import AES
+            from Crypto.Hash import CMAC
+
+            self._pristine = CMAC.new(key, ciphermod=AES)
+        else:
+            from Crypto.Hash import HMAC
+
+            module = importlib.import_module(f"Crypto.Hash.{_DIGESTS[algorithm.family][0]}")
+            self._pristine = HMAC.new(key, digestmod=module)
+
+    def mac(self, data: bytes) -> bytes:
+        m = self._pristine.copy()
+        m.update(data)
+        return m.digest()
+
+    def runner(self, work: Workload) -> Runner:
+        def run(count: int, copy: Any = self._pristine.copy, buf: bytes = work.data) -> None:
+            for _ in repeat(None, count):
+                m = copy()
+                m.update(buf)
+                m.digest()
 
         return run
 
@@ -235,7 +290,8 @@ class _AeadContext(Context):
 
 #: The context class of each kind of algorithm.
 _CONTEXTS: dict[Kind, type[Context]] = {
-    Kind.DIGEST: _DigestContext, Kind.CIPHER: _CipherContext, Kind.AEAD: _AeadContext}
+    Kind.DIGEST: _DigestContext, Kind.CIPHER: _CipherContext, Kind.AEAD: _AeadContext,
+    Kind.MAC: _MacContext}
 
 
 
