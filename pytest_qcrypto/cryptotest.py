@@ -226,8 +226,9 @@ def groups(plan: Plan) -> list[Group]:
                        "catalog of pytest-qcrypto has no skipjack)",)
             kept: tuple[int, ...] = ()
         else:
-            problems = [(s, cryptotest_names.size_problem(name, s)) for s in plan.sizes_for()]
-            kept = tuple(dict.fromkeys(s for s, p in problems if p is None))
+            problems = [(s, cryptotest_names.size_problem(name, s))
+                        for s in dict.fromkeys(plan.sizes_for())]  # each size once
+            kept = tuple(s for s, p in problems if p is None)
             skipped = tuple(p for _, p in problems if p is not None)
         last = out[-1] if out else None
         if (last is not None and kept and last.sizes == kept

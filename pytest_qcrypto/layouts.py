@@ -26,7 +26,6 @@ from dataclasses import dataclass, field
 from itertools import groupby
 
 from pytest_qcrypto import cryptotest_names
-from pytest_qcrypto.catalog import OPERATIONS_PER_ITERATION, Direction
 from pytest_qcrypto.harness import Measurement
 from pytest_qcrypto.tables import (DEFAULT_UNIT, FAILED, MARKERS, SKIPPED, UNITS, Cell, Changes,
                                    Table, cell_text, change_lines, header, notes, status_reason,
@@ -292,14 +291,6 @@ def crypt_line(seconds: float, operations: int, name: str, size: int) -> str:
     return CRYPTOTEST_LINE % (seconds, operations, name, size, rate, rate * 8 / 1024 / 1024)
 
 
-def _operations(m: Measurement) -> int:
-    """Operations of each round: two per round trip (an encryption and a decryption)."""
-    ops = getattr(m, "operations", None)
-    if ops is None:  # a Measurement without the property (before the round trip existed)
-        return m.count * OPERATIONS_PER_ITERATION.get(Direction(m.direction), 1)
-    return int(ops)
-
-
 def _median_round(rounds: Sequence[float]) -> int:
     """The index of the median round (the lower of the two middle ones when even)."""
     order = sorted(range(len(rounds)), key=rounds.__getitem__)
@@ -314,7 +305,7 @@ def freebsd_jobs_line(m: Measurement, name: str) -> str | None:
     if m.jobs <= 1 or not m.workers:
         return None
     i = _median_round(m.rounds_s)
-    per_iteration = _operations(m) / m.count if m.count else 1
+    per_iteration = m.operations / m.count if m.count else 1
     seconds = sum(w.rounds_s[i] for w in m.workers)
     ops = round(sum(w.count for w in m.workers) * per_iteration)
     return (crypt_line(seconds, ops, name, m.size)
@@ -332,9 +323,8 @@ def cryptotest_verbose(m: Measurement) -> list[str]:
     the count (per process) and size, and the IV (ciphers); never the key."""
     lines = [f"device = {m.driver or m.plugin}",
              f"count = {m.count // max(m.jobs, 1)}, size = {m.size}"]
-    iv = getattr(m, "iv", "")
-    if iv:
-        lines += ["iv:", *hexdump(bytes.fromhex(iv))]
+    if m.iv:
+        lines += ["iv:", *hexdump(bytes.fromhex(m.iv))]
     return lines
 
 
@@ -353,6 +343,7 @@ def cryptotest_lines(tables: Sequence[Table], verbose: bool = False) -> list[str
     for _, t in ordered:
         name = cryptotest_names.display_name(t.algorithm)
         for p in t.plugins:
+            said: set[str] = set()
             for s in t.sizes:
                 cell = t.cells.get((p, s))
                 m = cell.measurement if cell is not None else None
@@ -360,17 +351,26 @@ def cryptotest_lines(tables: Sequence[Table], verbose: bool = False) -> list[str
                     status, reason = status_reason(cell, t)
                     if status == FAILED:
                         lines.append(f"{name} {s} bytes in {p} failed: {reason}")
-                    elif verbose:
-                        lines.append(f"skipping {name} {s} bytes in {p}: {reason}")
+                    elif verbose and reason not in said:  # once, with the sizes it skips
+                        said.add(reason)
+                        lines.append(f"skipping {name} in {p} ({_sizes_of(t, p, reason)}): "
+                                     f"{reason}")
                     continue
                 if verbose:
                     lines += cryptotest_verbose(m)
-                lines.append(crypt_line(m.median_s, _operations(m), name, s))
+                lines.append(crypt_line(m.median_s, m.operations, name, s))
                 jobs = freebsd_jobs_line(m, name)
                 lines += [jobs] if jobs else []
                 if verbose and m.calibration_note:
                     lines.append(f"note: {m.calibration_note}")
     return lines
+
+
+def _sizes_of(t: Table, plugin: str, reason: str) -> str:
+    """``all sizes`` or ``size 8, 16``: where ``plugin``'s cells were skipped for ``reason``."""
+    sizes = [str(s) for s in t.sizes
+             if status_reason(t.cells.get((plugin, s)), t) == (SKIPPED, reason)]
+    return "all sizes" if len(sizes) == len(t.sizes) else f"size {', '.join(sizes)}"
 
 
 @layout("cryptotest", "(FreeBSD cryptotest's line per algorithm and size, Mb/sec = 2^20 "

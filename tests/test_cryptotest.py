@@ -78,27 +78,27 @@ def test_skipped_cells_are_left_out_and_said_with_v_failed_ones_always_said():
     t = table("des-cbc", cells)
     assert cryptotest_lines([t]) == [DES_SAMPLE, "des 32 bytes in devcrypto failed: decrypt mismatch"]
     verbose = cryptotest_lines([t], verbose=True)
-    assert "skipping des 16 bytes in devcrypto: devcrypto has no des-cbc here" in verbose
+    assert verbose == ["device = devcrypto", "count = 1024, size = 8", DES_SAMPLE,
+                       "skipping des in devcrypto (size 16): devcrypto has no des-cbc here",
+                       "des 32 bytes in devcrypto failed: decrypt mismatch"]
+    none = table("des-cbc", {("openssl", s): Cell(None, SKIPPED, "openssl does not support "
+                                                  "des-cbc") for s in (8, 16)},
+                 plugins=("openssl",))
+    assert cryptotest_lines([none]) == []
+    assert cryptotest_lines([none], verbose=True) == [
+        "skipping des in openssl (all sizes): openssl does not support des-cbc"]
 
 
 def test_verbose_facts_before_each_line_never_the_key():
     iv = bytes(range(20)).hex()
-    t = table("des-cbc", {("devcrypto", 8): Cell(m(driver="cbc(des-generic)",
-                                                   **ivs(iv)))})
-    lines = cryptotest_lines([t], verbose=True)
-    expected = ["device = cbc(des-generic)", "count = 1024, size = 8"]
-    if ivs(iv):  # Measurement.iv (the engine's) saved with the measurement
-        expected += ["iv:", "0000: 00 01 02 03 04 05 06 07 08 09 0a 0b 0c 0d 0e 0f",
-                     "0010: 10 11 12 13"]
-    assert lines == expected + [DES_SAMPLE]
+    t = table("des-cbc", {("devcrypto", 8): Cell(m(driver="cbc(des-generic)", iv=iv))})
+    assert cryptotest_lines([t], verbose=True) == [
+        "device = cbc(des-generic)", "count = 1024, size = 8",
+        "iv:", "0000: 00 01 02 03 04 05 06 07 08 09 0a 0b 0c 0d 0e 0f", "0010: 10 11 12 13",
+        DES_SAMPLE]
     # without a driver the plugin is the device
     plain = table("des-cbc", {("devcrypto", 8): Cell(m(plugin="pycryptodome"))})
     assert cryptotest_lines([plain], verbose=True)[0] == "device = pycryptodome"
-
-
-def ivs(iv):
-    """``iv=...`` where the Measurement has the field (the engine adds it)."""
-    return {"iv": iv} if "iv" in Measurement.__dataclass_fields__ else {}
 
 
 def test_hexdump_is_cryptotests():
