@@ -3,7 +3,7 @@
 Sizes 1, 15, 17, 65535 and 65537 bytes where the mode takes them; for modes
 without padding (CBC, ECB, 3DES) the nearest whole blocks on either side.
 Each available built-in plugin (kernel plugins too, where the machine has
-them) encrypts the same data with the same key and IV, or digests it; the
+them) encrypts the same data with the same key and IV, or digests or MACs it; the
 outputs must be identical, each must decrypt back, and each timed loop must
 run at that size.
 """
@@ -53,6 +53,9 @@ def test_plugins_agree_at_odd_sizes(alg):
                 if alg.kind == catalog.DIGEST:
                     outputs[name] = ctx.digest(data)
                     assert len(outputs[name]) == alg.digest_size, (name, size)
+                elif alg.is_of((catalog.MAC,)):
+                    outputs[name] = ctx.mac(data)
+                    assert len(outputs[name]) == alg.tag_size, (name, size)
                 else:
                     sealed = ctx.encrypt(iv, data, aad)
                     assert len(sealed) == size + alg.tag_size, (name, size)
@@ -74,7 +77,7 @@ def test_timed_loops_run_at_odd_sizes(alg):
         with BenchContext(Selection(plugin.name, plugin), alg, plugin.open(alg, rng.key(alg)),
                           rng) as ctx:
             for size in sizes_for(alg)[:3]:
-                for decrypt in ((False, True) if alg.kind != catalog.DIGEST else (False,)):
+                for decrypt in ((False, True) if alg.can_decrypt else (False,)):
                     ctx.context.runner(ctx.workload(size, decrypt))(3)
 
 
