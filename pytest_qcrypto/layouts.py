@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import csv
 import io
+import math
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from itertools import groupby
@@ -274,7 +275,6 @@ def csv_layout(figures: Figures) -> list[str]:
     return csv_lines(figures.tables, figures.unit)
 
 
-
 # -- cryptotest ----------------------------------------------------------------------------------
 
 #: FreeBSD cryptotest's result line (tools/tools/crypto/cryptotest.c): seconds, operations,
@@ -286,9 +286,14 @@ def crypt_line(seconds: float, operations: int, name: str, size: int) -> str:
     """cryptotest's line for ``operations`` operations of ``size`` bytes in ``seconds``
     (wall): byte/sec = operations x size / seconds, Mb/sec = byte/sec x 8 / 1024 / 1024
     (2^20 bits).  ``0.128886, 2048, "des", 8`` gives
-    ``   0.129 sec,    2048    des crypts,       8 bytes,   127120 byte/sec,     1.0 Mb/sec``."""
-    rate = operations * size / seconds
+    ``   0.129 sec,    2048    des crypts,       8 bytes,   127120 byte/sec,     1.0 Mb/sec``.
+    A time of 0 (a clock that did not advance) gives ``inf``, never an exception."""
+    rate = operations * size / seconds if seconds > 0 else math.inf
     return CRYPTOTEST_LINE % (seconds, operations, name, size, rate, rate * 8 / 1024 / 1024)
+
+
+#: Why a measurement saved without counts and seconds (schema 1 results) has no line.
+FIGURE_ONLY = "saved as a figure only (schema 1 results): no count or seconds to print"
 
 
 def _median_round(rounds: Sequence[float]) -> int:
@@ -347,8 +352,8 @@ def cryptotest_lines(tables: Sequence[Table], verbose: bool = False) -> list[str
             for s in t.sizes:
                 cell = t.cells.get((p, s))
                 m = cell.measurement if cell is not None else None
-                if m is None:
-                    status, reason = status_reason(cell, t)
+                if m is None or m.figure_only:
+                    status, reason = _why(cell, t)
                     if status == FAILED:
                         lines.append(f"{name} {s} bytes in {p} failed: {reason}")
                     elif verbose and reason not in said:  # once, with the sizes it skips
@@ -366,10 +371,16 @@ def cryptotest_lines(tables: Sequence[Table], verbose: bool = False) -> list[str
     return lines
 
 
+def _why(cell: Cell | None, t: Table) -> tuple[str, str]:
+    """Why a cell has no cryptotest line: its status and reason (a figure-only one: skipped)."""
+    if cell is not None and cell.measurement is not None and cell.measurement.figure_only:
+        return SKIPPED, FIGURE_ONLY
+    return status_reason(cell, t)
+
+
 def _sizes_of(t: Table, plugin: str, reason: str) -> str:
     """``all sizes`` or ``size 8, 16``: where ``plugin``'s cells were skipped for ``reason``."""
-    sizes = [str(s) for s in t.sizes
-             if status_reason(t.cells.get((plugin, s)), t) == (SKIPPED, reason)]
+    sizes = [str(s) for s in t.sizes if _why(t.cells.get((plugin, s)), t) == (SKIPPED, reason)]
     return "all sizes" if len(sizes) == len(t.sizes) else f"size {', '.join(sizes)}"
 
 

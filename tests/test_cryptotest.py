@@ -76,7 +76,8 @@ def test_skipped_cells_are_left_out_and_said_with_v_failed_ones_always_said():
              ("devcrypto", 16): Cell(None, SKIPPED, "devcrypto has no des-cbc here"),
              ("devcrypto", 32): Cell(None, FAILED, "decrypt mismatch")}
     t = table("des-cbc", cells)
-    assert cryptotest_lines([t]) == [DES_SAMPLE, "des 32 bytes in devcrypto failed: decrypt mismatch"]
+    assert cryptotest_lines([t]) == [DES_SAMPLE,
+                                     "des 32 bytes in devcrypto failed: decrypt mismatch"]
     verbose = cryptotest_lines([t], verbose=True)
     assert verbose == ["device = devcrypto", "count = 1024, size = 8", DES_SAMPLE,
                        "skipping des in devcrypto (size 16): devcrypto has no des-cbc here",
@@ -87,6 +88,17 @@ def test_skipped_cells_are_left_out_and_said_with_v_failed_ones_always_said():
     assert cryptotest_lines([none]) == []
     assert cryptotest_lines([none], verbose=True) == [
         "skipping des in openssl (all sizes): openssl does not support des-cbc"]
+
+
+def test_figures_without_counts_have_no_line_and_a_stopped_clock_no_crash():
+    old = table("des-cbc", {("devcrypto", 8): Cell(m(figure_only=True)),
+                            ("devcrypto", 16): Cell(m(size=16))})
+    assert cryptotest_lines([old]) == [crypt_line(16384 / 127120, 2048, "des", 16)]
+    assert cryptotest_lines([old], verbose=True)[0] == (
+        "skipping des in devcrypto (size 8): saved as a figure only (schema 1 results): no "
+        "count or seconds to print")
+    assert crypt_line(0.0, 2, "aes", 16) == (
+        "   0.000 sec,       2    aes crypts,      16 bytes,      inf byte/sec,     inf Mb/sec")
 
 
 def test_verbose_facts_before_each_line_never_the_key():
@@ -185,7 +197,8 @@ def test_every_flag():
     assert [n.name for n in plan.names] == ["aes"]
     assert (plan.count, plan.sizes_for(), plan.z, plan.check, plan.verbose, plan.jobs,
             plan.device, plan.plugins, plan.passthrough) == (
-        1000, (64, 16), True, True, True, 2, "soft", ("afalg", "openssl"), ("--qcrypto-save=x.json",))
+        1000, (64, 16), True, True, True, 2, "soft", ("afalg", "openssl"),
+        ("--qcrypto-save=x.json",))
     # -a's block size starts -z; -z alone starts at 8 for every algorithm
     assert cryptotest.parse(["-z", "-a", "aes256"]).sizes_for()[0] == 16
     z = cryptotest.parse(["-z"])
