@@ -18,7 +18,7 @@ PACKAGE = Path(__file__).resolve().parent.parent / "pytest_qcrypto"
 LAYERS: dict[str, int] = {
     # the core: plain Python, never pytest
     "catalog": 0,
-    "settings": 1, "strictjson": 1, "procs": 1, "files": 1, "backends.base": 1,
+    "settings": 1, "strictjson": 1, "cryptotest_names": 1, "procs": 1, "files": 1, "backends.base": 1,
     "known_answers": 2, "harness": 2, "limits": 2,
     "backends.cryptodev_abi": 2, "backends.afalg_kernel": 2,
     "backends.afalg_contexts": 3, "backends.devcrypto_sessions": 3,
@@ -35,6 +35,7 @@ LAYERS: dict[str, int] = {
     "fixture": 12, "gate_plugin": 12,
     "plugin": 13,
     "cli": 14,
+    "cryptotest": 15,
 }
 #: The first layer of the pytest side: below it nothing imports pytest.
 PYTEST_SIDE = 11

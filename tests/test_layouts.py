@@ -106,10 +106,13 @@ def test_qcrypto_layout_draws_the_grid_under_its_table_others_after_all(monkeypa
 
 
 def test_choices_and_help_come_from_the_registry():
-    assert list(render.FORMATS) == ["qcrypto", "openssl", "markdown", "csv"] == list(LAYOUTS)
+    assert list(render.FORMATS) == ["qcrypto", "openssl", "markdown", "csv",
+                                    "cryptotest"] == list(LAYOUTS)
     assert render.format_help() == (
         "layout of the results: qcrypto (default), openssl (openssl speed's table, 1000s of "
-        "bytes per second; no --qcrypto-unit with it), markdown (for a CI job summary) or csv.")
+        "bytes per second; no --qcrypto-unit with it), markdown (for a CI job summary), csv "
+        "or cryptotest (FreeBSD cryptotest's line per algorithm and size, Mb/sec = 2^20 bits; "
+        "no --qcrypto-unit with it).")
     with pytest.raises(ValueError, match="give a new name"):
         render.layout("csv")(lambda figures: [])
 
@@ -126,8 +129,10 @@ def test_a_registered_layout_is_a_choice_of_pytest_and_qcrypto_report(pytester, 
 
     r = pytester.run(*pytest_run, "--help", timeout=300)
     assert r.ret == 0, r.stderr.str()
-    assert "markdown (for a CI job summary), csv or tsv (tab-separated values, one line per " \
-           "cell)." in " ".join(r.stdout.str().split())
+    assert "markdown (for a CI job summary), csv, cryptotest (FreeBSD" in " ".join(
+        r.stdout.str().split())
+    assert "no --qcrypto-unit with it) or tsv (tab-separated values, one line per cell)." \
+        in " ".join(r.stdout.str().split())
 
     r = pytester.run(*pytest_run, *RUN, "--qcrypto-format", "tsv", "--qcrypto-bare",
                      "--qcrypto-save", "run.json", timeout=300)
@@ -139,7 +144,7 @@ def test_a_registered_layout_is_a_choice_of_pytest_and_qcrypto_report(pytester, 
     assert all(float(line.split("\t")[3]) > 0 for line in lines[1:])
 
     r = pytester.run(sys.executable, "-m", "pytest_qcrypto.cli", "report", "-h", timeout=300)
-    assert "qcrypto, openssl, markdown, csv or tsv" in " ".join(r.stdout.str().split())
+    assert "qcrypto, openssl, markdown, csv, cryptotest or tsv" in " ".join(r.stdout.str().split())
     r = pytester.run(sys.executable, "-m", "pytest_qcrypto.cli", "report", "run.json",
                      "--qcrypto-format", "tsv", timeout=300)
     assert r.ret == 0, r.stderr.str()

@@ -55,8 +55,9 @@ def test_help_takes_choices_from_the_registries(pytester):
     text = " ".join(r.stdout.str().split())
     assert f"unit of the table cells: {', '.join(render.UNITS)}." in text
     assert ("layout of the results: qcrypto (default), openssl (openssl speed's table, 1000s of "
-            "bytes per second; no --qcrypto-unit with it), markdown (for a CI job summary) or "
-            "csv.") in text
+            "bytes per second; no --qcrypto-unit with it), markdown (for a CI job summary), "
+            "csv or cryptotest (FreeBSD cryptotest's line per algorithm and size, Mb/sec = 2^20 "
+            "bits; no --qcrypto-unit with it).") in text
 
 
 def test_the_table_names_each_option_and_ini_key_once():
