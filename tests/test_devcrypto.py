@@ -24,6 +24,7 @@ import dataclasses
 import errno
 import hashlib
 import hmac
+import re
 import os
 import struct
 from collections.abc import Callable
@@ -1124,4 +1125,27 @@ def test_hmac_and_des_tables_from_the_command_line(pytester, builtin_on_double):
     assert "[EINVAL] Invalid argument (cryptodev-linux 1.14 maps no kernel cipher to " \
            "CRYPTO_CAST_CBC (4))" in out
     r.assert_outcomes(passed=4, skipped=2)
+    assert not builtin_on_double.sessions and not builtin_on_double.open_fds
+
+
+def test_cryptotest_z_16_on_the_double_runs_every_cipher_and_hmac_cryptodev_has(
+        pytester, builtin_on_double, capfd):
+    """``cryptotest -z 16`` with its default plugin, devcrypto (here the cryptodev-linux
+    double): a line per algorithm the device takes, at 8 to 8192 bytes (AES from 16), 32
+    crypts for a cipher (16 encryptions and 16 decryptions) and 16 for an HMAC; cast,
+    which cryptodev-linux maps to no kernel cipher, is skipped as cryptotest skips it."""
+    from pytest_qcrypto import cryptotest
+
+    pytester.chdir()
+    code = cryptotest.main(["-z", "16"])
+    out = capfd.readouterr().out
+    assert code == 0, out
+    line = re.compile(r" *\d+\.\d{3} sec, +(\d+) +(\S+) crypts, +(\d+) bytes, +\d+ byte/sec, "
+                      r"+\d+\.\d Mb/sec")
+    found = [line.fullmatch(x).groups() for x in out.splitlines()]
+    every = [8 << i for i in range(11)]
+    want = [(32, n, s) for n in ("des", "3des", "blf") for s in every]
+    want += [(32, n, s) for n in ("aes", "aes192", "aes256") for s in every[1:]]
+    want += [(16, n, s) for n in ("md5", "sha1", "sha256", "sha384", "sha512") for s in every]
+    assert [(int(c), n, int(s)) for c, n, s in found] == want
     assert not builtin_on_double.sessions and not builtin_on_double.open_fds

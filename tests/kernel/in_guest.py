@@ -1,6 +1,6 @@
 """Run inside the kernel VM: the afalg guest tests, then the main speed command
 (digest and cipher against openssl; MACs and the 64-bit block ciphers with
-``afalg`` and ``afalg:soft``).
+``afalg`` and ``afalg:soft``), then ``cryptotest -v -P afalg -z 4``.
 
 Prints one JSON object: the kernel release and, per run, its command line,
 exit status, stdout and stderr.  ``tests/kernel/test_vm.py`` starts it with
@@ -27,14 +27,21 @@ RUNS = {
              "bf-cbc", "--qcrypto-cipher", "cast5-cbc", "--qcrypto-plugin", "afalg",
              "--qcrypto-plugin", "afalg:soft", "--qcrypto-min-time", "0.01",
              "--qcrypto-rounds", "1"],
+    # the console script's code, run as a module (the same main()); the plugin is named
+    # through PYTEST_ADDOPTS since autoloading is off (see ENV)
+    "cryptotest": [sys.executable, "-m", "pytest_qcrypto.cryptotest", "-v", "-P", "afalg", "-z",
+                   "4"],
 }
+#: Extra environment of a run.
+ENV = {"cryptotest": {"PYTEST_ADDOPTS": "-p pytest_qcrypto.plugin"}}
 
 
 def main() -> int:
     env = dict(os.environ, PYTEST_DISABLE_PLUGIN_AUTOLOAD="1")
     report: dict[str, object] = {"kernel": os.uname().release}
     for name, argv in RUNS.items():
-        done = subprocess.run(argv, capture_output=True, text=True, env=env, timeout=600)
+        done = subprocess.run(argv, capture_output=True, text=True,
+                              env={**env, **ENV.get(name, {})}, timeout=600)
         report[name] = {"argv": argv, "returncode": done.returncode,
                         "stdout": done.stdout, "stderr": done.stderr}
     print(json.dumps(report))

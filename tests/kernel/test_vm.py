@@ -132,3 +132,33 @@ def test_mac_and_64_bit_cipher_rows_have_numbers_and_drivers(guest: dict[str, An
     assert any(re.fullmatch(rf"  afalg: driver ({driver}) \(software\)", n) for n in notes), \
         show(run)
     assert f"  afalg:soft: driver {soft} (software)" in notes, show(run)
+
+
+#: cryptotest's line (FreeBSD's printf), its name column captured.
+CRYPTOTEST_LINE = re.compile(r" *\d+\.\d{3} sec, +(\d+) +(\S+) crypts, +(\d+) bytes, +\d+ byte/sec, "
+                             r"+\d+\.\d Mb/sec")
+
+
+def test_cryptotest_on_afalg_prints_its_lines_and_names_the_kernel_driver(
+        guest: dict[str, Any]) -> None:
+    """``cryptotest -v -P afalg -z 4``: a line per algorithm and size, 2 x 4 crypts for a
+    cipher (encrypt + decrypt) and 4 for an HMAC, sizes 8 to 8192 (16 to 8192 for AES), and
+    with -v the kernel's driver as cryptotest's ``device =`` line."""
+    run = guest["cryptotest"]
+    assert run["returncode"] == 0, show(run)
+    lines = run["stdout"].splitlines()
+    found = [m.groups() for m in map(CRYPTOTEST_LINE.fullmatch, lines) if m]
+    sizes: dict[str, list[int]] = {}
+    for crypts, name, size in found:
+        assert int(crypts) == (4 if name in ("md5", "sha1", "sha256", "sha384", "sha512")
+                               else 8), (name, crypts)
+        sizes.setdefault(name, []).append(int(size))
+    every = [8 << i for i in range(11)]
+    for name in ("des", "3des", "blf", "cast", "sha1", "sha256", "sha384", "sha512"):
+        assert sizes.get(name) == every, show(run)
+    for name in ("aes", "aes192", "aes256"):
+        assert sizes.get(name) == every[1:], show(run)
+    assert list(sizes)[:4] == ["des", "3des", "blf", "cast"], show(run)  # cryptotest's order
+    devices = {line.split("=", 1)[1].strip() for line in lines if line.startswith("device =")}
+    assert "cbc(des-generic)" in devices and any(d.startswith("hmac(sha256") for d in devices), \
+        show(run)
