@@ -320,7 +320,7 @@ def _measure_here(bench: BenchContext, size: int, way: _Way, min_time: float, ro
     return Measurement(
         algorithm=alg.name, plugin=typed, size=size, direction=direction, count=timing.count,
         rounds_s=timing.rounds_s, cpu_s=timing.cpu_s,
-        canonical_plugin=bench.selection.canonical, operation=alg.operation,
+        canonical_plugin=bench.selection.canonical, operation=(catalog.ROUNDTRIP_OPERATION if roundtrip else alg.operation),
         driver=ctx.driver, hardware=ctx.hardware,
         jobs=jobs if jobs > 1 else 1, workers=workers, calibration_note=timing.note,
         iv=bytes(first_iv).hex())

@@ -64,6 +64,10 @@ class Direction(str, Enum):
 _VERBS = {Direction.DIGEST: "digests", Direction.ENCRYPT: "encryptions",
           Direction.DECRYPT: "decryptions", Direction.MAC: "MACs",
           Direction.ROUNDTRIP: "round trips"}
+#: What one iteration of a round trip is (saved as a round-trip measurement's ``operation``).
+ROUNDTRIP_OPERATION = ("one encryption then one decryption of one buffer with the same key "
+                       "(AEADs: a fresh nonce, the decryption verifies the tag): two operations, "
+                       "as FreeBSD cryptotest counts them")
 #: How many operations one iteration of each direction is: a round trip is an encryption
 #: and a decryption (FreeBSD cryptotest counts ``2 x count`` crypts).
 OPERATIONS_PER_ITERATION = {Direction.ROUNDTRIP: 2}

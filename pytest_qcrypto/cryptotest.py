@@ -12,12 +12,13 @@ one line per (algorithm, size) on standard output, ``%8.3f sec, %7d %6s
 crypts, %7d bytes, %8.0f byte/sec, %7.1f Mb/sec``, and nothing else without
 ``-v``.  Algorithms and size rules are :mod:`pytest_qcrypto.cryptotest_names`.
 
-Each run is a pytest command line of the same engine as ``qcrypto``
+The run is one pytest command line of the same engine as ``qcrypto``
 (:func:`pytest_args`): ``--qcrypto-count`` (no calibration),
 ``--qcrypto-rounds 1``, ``--qcrypto-roundtrip``, ``--qcrypto-format
 cryptotest``, ``--qcrypto-bare``...  Algorithms whose sizes differ (AES skips
-8 bytes where DES does not) run as separate pytest runs in this process, in
-cryptotest's order.  ``-P PLUGIN`` (repeatable) measures another crypto plugin
+8 bytes where DES does not) share it: the hidden ``--qcrypto-skip-unsuited-sizes``
+makes such a cell a skip, so one results file (``--qcrypto-save``) and one
+comparison (``--qcrypto-compare``) cover the whole run.  ``-P PLUGIN`` (repeatable) measures another crypto plugin
 than /dev/crypto (``devcrypto``, the default); ``--qcrypto-NAME=VALUE``
 options pass through (``--qcrypto-save=run.json``).
 
@@ -57,6 +58,14 @@ PASSTHROUGH = "--qcrypto-"
 NO_DEVICE = ("cryptotest: {path} is missing: load it with 'modprobe cryptodev' (cryptodev-linux "
              "installed; FreeBSD: 'kldload cryptodev'), or run the same test elsewhere with "
              "-P afalg or -P openssl")
+#: Engine options cryptotest sets itself, and what sets them instead.
+OWN_OPTIONS = {
+    "--qcrypto-count": "the count argument", "--qcrypto-size": "the size arguments",
+    "--qcrypto-plugin": "-P", "--qcrypto-jobs": "-t", "--qcrypto-digest": "-a",
+    "--qcrypto-cipher": "-a", "--qcrypto-mac": "-a", "--qcrypto-check-roundtrip": "-c",
+    "--qcrypto-roundtrip": "cryptotest itself (a cipher iteration is a round trip)",
+    "--qcrypto-format": "cryptotest itself (its line)", "--qcrypto-bare": "cryptotest itself",
+}
 REFUSED = {
     "-b": "-b (COP_F_BATCH) is refused: the crypto plugins here have no batching of requests "
           "(Linux /dev/crypto has no batch flag)",
@@ -163,6 +172,7 @@ def parse(argv: Sequence[str]) -> Plan:
     package cannot do (``-b``, ``-p``, ``-a skj``), and ``SystemExit(0)`` for ``-h``.
     """
     passthrough = tuple(a for a in argv if a.startswith(PASSTHROUGH))
+    _check_passthrough(argv)
     args = [a for a in argv if not a.startswith(PASSTHROUGH)]
     try:
         opts, rest = getopt.getopt(args, OPTSTRING)
@@ -196,6 +206,11 @@ def parse(argv: Sequence[str]) -> Plan:
     if len(plugins) > settings.MAX_PLUGINS:
         raise UsageError(f"cryptotest: -P: at most {settings.MAX_PLUGINS} plugins, got "
                          f"{len(plugins)}")
+    late = next((a for a in rest if a.startswith("-") and not settings.is_whole_number(a)), None)
+    if late is not None:
+        raise UsageError(f"cryptotest: option {settings.shown(late)} after the count and sizes: "
+                         "options come first, as FreeBSD's cryptotest reads them (e.g. "
+                         "cryptotest -P openssl -z 1024)")
     count = _whole(rest[0], "count", harness.MAX_COUNT) if rest else 1
     texts = rest[1:]
     sizes = tuple(_whole(t, f"size {t}", settings.MAX_SIZE)
@@ -212,6 +227,23 @@ def parse(argv: Sequence[str]) -> Plan:
     first = name.block_size if name is not None else cryptotest_names.DEFAULT_SIZE
     return Plan(names, count, sizes, first, z, "-c" in flags, "-v" in flags, jobs_n, device,
                 tuple(plugins) or (DEFAULT_PLUGIN,), passthrough, ignored)
+
+
+def _check_passthrough(argv: Sequence[str]) -> None:
+    """``--qcrypto-*`` options: not one cryptotest sets itself, and a value joined with ``=``
+    (:class:`UsageError` naming what to type instead)."""
+    for i, arg in enumerate(argv):
+        if not arg.startswith(PASSTHROUGH):
+            continue
+        name = arg.split("=", 1)[0]
+        if name in OWN_OPTIONS:
+            raise UsageError(f"cryptotest: {name} is set by {OWN_OPTIONS[name]}; give that "
+                             "instead (cryptotest -h)")
+        following = argv[i + 1] if i + 1 < len(argv) else ""
+        if "=" not in arg and following and not following.startswith("-") \
+                and not settings.is_whole_number(following):
+            raise UsageError(f"cryptotest: {name} {settings.shown(following)}: join an option's "
+                             f"value with '=': {name}={following}")
 
 
 def groups(plan: Plan) -> list[Group]:
@@ -301,22 +333,65 @@ def unavailable(plan: Plan, registry: Registry | None = None) -> str | None:
     return None
 
 
+def _not_in_the_run(plan: Plan, parts: Sequence[Group], union: Sequence[int]) -> list[str]:
+    """The ``-v`` skip lines the run's layout cannot say: of algorithms not in the run at
+    all (skipjack, or no size suits them), and of sizes no algorithm takes (the layout says
+    those of a size in the run, such as AES at 8 bytes beside DES)."""
+    lines = [line for g in parts if not g.names for line in g.skipped]
+    for name in (n for g in parts for n in g.names):
+        for size in dict.fromkeys(plan.sizes_for()):
+            problem = None if size in union else cryptotest_names.size_problem(name, size)
+            if problem and problem not in lines:
+                lines.append(problem)
+    return lines
+
+
+class Outcomes:
+    """A pytest plugin that counts the items of a run that measured, and keeps the reasons
+    of those skipped: a run that measured nothing is a failure, said in one line."""
+
+    def __init__(self) -> None:
+        self.measured = 0
+        self.skipped: list[str] = []
+
+    def pytest_runtest_logreport(self, report: pytest.TestReport) -> None:
+        if report.when == "call" and report.passed:
+            self.measured += 1
+        elif report.skipped:
+            longrepr = report.longrepr
+            reason = longrepr[2] if isinstance(longrepr, tuple) else str(longrepr)
+            reason = reason.removeprefix("Skipped: ")
+            if reason not in self.skipped:
+                self.skipped.append(reason)
+
+
 def run(plan: Plan) -> int:
-    """Every :func:`groups` run through :func:`pytest.main` in turn; the exit code (the
-    first usage error or interruption stops the rest; else 1 when any run failed)."""
-    worst = 0
+    """The :func:`groups` of the plan as one pytest run (their algorithms in cryptotest's
+    order, the sizes of them all; a size an algorithm does not take is a skipped cell): the
+    exit code, 1 when it measured nothing (why, on standard error), 4 when no size suits
+    any algorithm named."""
     for size in plan.ignored:
         print(f"Too many sizes, ignoring {size}", flush=True)
-    for group in groups(plan):
-        if plan.verbose and group.skipped:
-            print("\n".join(group.skipped), flush=True)
-        if not group.names:
-            continue
-        code = int(pytest.main(pytest_args(plan, group)))
-        if code not in (0, FAILED):
-            return code
-        worst = max(worst, code)
-    return worst
+    parts = groups(plan)
+    union = tuple(sorted({s for g in parts for s in g.sizes}))
+    if plan.verbose:
+        for line in _not_in_the_run(plan, parts, union):
+            print(line, flush=True)
+    names = tuple(n for g in parts for n in g.names)
+    if not names:
+        why = next((s for g in parts for s in g.skipped), "")
+        sys.stderr.write(f"cryptotest: no size given suits the algorithm: {why}\n")
+        return USAGE_ERROR
+    args = pytest_args(plan, Group(names, union))
+    if len({g.sizes for g in parts if g.names}) > 1:
+        args.append("--qcrypto-skip-unsuited-sizes")
+    outcomes = Outcomes()
+    code = int(pytest.main(args, plugins=[outcomes]))
+    if code == 0 and not outcomes.measured:
+        sys.stderr.write("cryptotest: nothing was measured: "
+                         f"{'; '.join(outcomes.skipped[:3]) or 'no test ran'}\n")
+        return FAILED
+    return code
 
 
 def main(argv: Sequence[str] | None = None) -> int:

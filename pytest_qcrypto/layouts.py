@@ -337,8 +337,9 @@ def cryptotest_lines(tables: Sequence[Table], verbose: bool = False) -> list[str
     """One cryptotest line per measured (algorithm, plugin, size): algorithms in
     cryptotest's order (others after, as they come), then plugins, then sizes.
 
-    Names are cryptotest's (``3des``, ``md5`` for HMAC-MD5) where it has one.  Skipped
-    cells are left out (with ``verbose``, a line says why); a failed cell is a line with
+    Names are cryptotest's (``3des``, ``md5`` for HMAC-MD5) where it has one.  A table of
+    several plugins (rows) puts ``plugin: NAME`` before each one's lines, since cryptotest's
+    line has no place for it.  Skipped cells are left out (with ``verbose``, a line says why); a failed cell is a line with
     its reason.  ``verbose`` puts :func:`cryptotest_verbose` before each result and a
     calibration note after it.  Several processes: :func:`freebsd_jobs_line` under it.
     """
@@ -349,6 +350,8 @@ def cryptotest_lines(tables: Sequence[Table], verbose: bool = False) -> list[str
         name = cryptotest_names.display_name(t.algorithm)
         for p in t.plugins:
             said: set[str] = set()
+            if len(t.plugins) > 1:
+                lines.append(f"plugin: {p}")
             for s in t.sizes:
                 cell = t.cells.get((p, s))
                 m = cell.measurement if cell is not None else None

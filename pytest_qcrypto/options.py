@@ -229,6 +229,9 @@ OPTIONS: tuple[Option, ...] = (
                 "-multi; 'auto' = one per CPU (default 1)."),
     Option("--qcrypto-command", metavar="NAME", hidden=True,
            help="the command that runs pytest, for messages (set by the qcrypto command)."),
+    Option("--qcrypto-skip-unsuited-sizes", action="store_true", default=False, hidden=True,
+           help="a size an algorithm cannot take is a skipped cell with the reason, not a usage "
+                "error (set by the cryptotest command, whose -z runs AES beside 8-byte DES)."),
 )
 #: The table by :attr:`Option.dest` and by ini key.
 BY_NAME: dict[str, Option] = {**{o.ini: o for o in OPTIONS if o.ini},

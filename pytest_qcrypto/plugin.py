@@ -132,7 +132,8 @@ class RunSettings:
                                 "name given")
         sizes_given, where = self._ini_or_option("qcrypto_size", "qcrypto_sizes")
         sizes = settings.parse_sizes(sizes_given, where)
-        settings.check_sizes(algorithms, sizes, where)
+        if not opt("qcrypto_skip_unsuited_sizes"):
+            settings.check_sizes(algorithms, sizes, where)
         plugins, where = self._ini_or_option("qcrypto_plugin", "qcrypto_plugins")
         settings.check_elements([str(p) for p in plugins or ()], where, "plugin names",
                                 "openssl,hashlib")

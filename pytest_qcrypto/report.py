@@ -18,7 +18,7 @@ from pathlib import Path, PurePath
 from typing import Any
 
 from pytest_qcrypto import catalog, results
-from pytest_qcrypto.harness import Measurement
+from pytest_qcrypto.harness import KIB, Measurement, WorkerRecord
 from pytest_qcrypto.layouts import LAYOUTS, Figures, markdown_legend  # noqa: F401 (re-export)
 from pytest_qcrypto.render import Plotter, parse_output, write_files
 from pytest_qcrypto.settings import SettingsError
@@ -81,8 +81,14 @@ def _measurement(r: Any) -> Measurement:
     else:
         per_iteration = catalog.OPERATIONS_PER_ITERATION.get(r.direction, 1)
         count, rounds, figure_only = 1, (per_iteration * r.size / r.bytes_per_second,), True
+    per_iteration = catalog.OPERATIONS_PER_ITERATION.get(r.direction, 1)
+    workers = tuple(
+        WorkerRecord(w.count, tuple(w.rounds_s), tuple(w.cpu_s),
+                     tuple(w.count * per_iteration * r.size / s / KIB for s in w.rounds_s))
+        for w in getattr(r, "workers", ())) if not figure_only else ()
     return Measurement(r.algorithm, r.plugin, r.size, r.direction, count, rounds,
                        tuple(r.cpu_s), r.canonical_plugin, r.operation, r.driver, r.hardware,
+                       jobs=max(int(getattr(r, "jobs", 1) or 1), 1), workers=workers,
                        figure_only=figure_only, iv=getattr(r, "iv", ""))
 
 

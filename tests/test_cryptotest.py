@@ -66,7 +66,11 @@ def test_order_is_cryptotests_then_plugins_then_sizes_others_after():
     tdes = table("des-ede3-cbc", {("devcrypto", 8): Cell(m("des-ede3-cbc", 8, count=1,
                                                            seconds=0.001))})
     lines = cryptotest_lines([gcm, aes, tdes])
-    assert [(line.split()[3], line.split()[5]) for line in lines] == [
+    # a table of several plugins names each before its lines (cryptotest's line cannot)
+    assert [line for line in lines if line.startswith("plugin: ")] == [
+        "plugin: devcrypto", "plugin: afalg"]
+    assert [(line.split()[3], line.split()[5]) for line in lines
+            if not line.startswith("plugin: ")] == [
         ("3des", "8"), ("aes", "16"), ("aes", "32"), ("aes", "16"), ("aes", "32"),
         ("aes-128-gcm", "16")]
 
@@ -229,6 +233,14 @@ def test_too_many_sizes_are_ignored_one_by_one():
     (["-t", "0"], "cryptotest: -t: '0' is not valid; give a whole number of worker processes"),
     (["-d", ""], "cryptotest: -d: give a driver name (or 'soft'), not ''"),
     (["-P"] * 11 * 2, "cryptotest: -P: at most 10 plugins, got 11"),
+    # found by a user trial: options after the count, a value not joined, cryptotest's own
+    (["-z", "1024", "-P", "openssl"], "cryptotest: option '-P' after the count and sizes: "
+                                      "options come first, as FreeBSD's cryptotest reads them"),
+    (["--qcrypto-save", "run.json", "10"], "cryptotest: --qcrypto-save 'run.json': join an "
+                                           "option's value with '=': --qcrypto-save=run.json"),
+    (["--qcrypto-count=5", "10"], "cryptotest: --qcrypto-count is set by the count argument"),
+    (["--qcrypto-plugin=openssl"], "cryptotest: --qcrypto-plugin is set by -P"),
+    (["--qcrypto-jobs", "2"], "cryptotest: --qcrypto-jobs is set by -t"),
 ])
 def test_bad_command_lines_say_what_is_valid(args, message):
     with pytest.raises(UsageError) as info:

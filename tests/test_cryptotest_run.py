@@ -119,37 +119,92 @@ def test_pytest_format_cryptotest_and_the_report_of_its_saved_results(pytester):
     assert report.outlines[:4] == r.outlines  # the saved figures give the same lines
 
 
-def test_runs_go_in_order_and_the_worst_exit_code_wins(monkeypatch, capsys):
-    """One pytest run per group of sizes, cryptotest's lines in between; a failed run does
-    not stop the next, a usage error does."""
+class _Passed:
+    """A pytest report of a measured item, as Outcomes sees it."""
+
+    when, passed, skipped = "call", True, False
+
+
+def test_one_run_for_every_algorithm_its_exit_code_and_the_lines_before_it(monkeypatch, capsys):
+    """-z is one pytest run, every algorithm in cryptotest's order at every size any of them
+    takes (AES skips 8 inside the run, so one --qcrypto-save file holds every line); with -v
+    the lines the run cannot say come first; its exit code is the command's, and a run that
+    measured nothing is 1 (issue 13: -z saved only its last group of algorithms)."""
     calls = []
 
-    def fake_main(args):
+    def fake_main(args, plugins=()):
         calls.append([a for a in args if a.startswith(("--qcrypto-cipher", "--qcrypto-mac",
-                                                       "--qcrypto-size"))])
+                                                       "--qcrypto-size", "--qcrypto-skip"))])
         print(f"run {len(calls)}")
+        for outcome in outcomes.pop(0):
+            plugins[0].pytest_runtest_logreport(outcome)
         return codes.pop(0)
 
     monkeypatch.setattr(cryptotest.pytest, "main", fake_main)
     plan = cryptotest.parse(["-v", "-z", "-P", "openssl", "1", "8", *["16"] * 127, "24",
                              "32"])
-    codes = [0, 1, 0, 0, 0]
+    codes, outcomes = [1], [[_Passed()]]
     assert cryptotest.run(plan) == 1
     assert capsys.readouterr().out.splitlines() == [
-        "Too many sizes, ignoring 24", "Too many sizes, ignoring 32", "run 1",
+        "Too many sizes, ignoring 24", "Too many sizes, ignoring 32",
         "cipher skj keylen 10: not measured here (the catalog of pytest-qcrypto has no skipjack)",
-        "skipping blocksize 8 'cuz not a multiple of aes blocksize 16", "run 2",
-        "skipping blocksize 8 'cuz not a multiple of aes192 blocksize 16", "run 3",
-        "skipping blocksize 8 'cuz not a multiple of aes256 blocksize 16", "run 4", "run 5"]
-    assert calls == [
-        ["--qcrypto-size=8,16", "--qcrypto-cipher=des-cbc", "--qcrypto-cipher=des-ede3-cbc",
-         "--qcrypto-cipher=bf-cbc", "--qcrypto-cipher=cast5-cbc"],
-        ["--qcrypto-size=16", "--qcrypto-cipher=aes-128-cbc"],
-        ["--qcrypto-size=16", "--qcrypto-cipher=aes-192-cbc"],
-        ["--qcrypto-size=16", "--qcrypto-cipher=aes-256-cbc"],
-        ["--qcrypto-size=8,16", *(f"--qcrypto-mac=hmac-{d}"
-                                  for d in ("md5", "sha1", "sha256", "sha384", "sha512"))]]
-    # without -v an algorithm left with no size has no run, and a usage error stops the rest
-    codes[:] = [4, 0]
+        "run 1"]
+    assert calls == [[
+        "--qcrypto-size=8,16",
+        *(f"--qcrypto-cipher={c}" for c in ("des-cbc", "des-ede3-cbc", "bf-cbc", "cast5-cbc",
+                                            "aes-128-cbc", "aes-192-cbc", "aes-256-cbc")),
+        *(f"--qcrypto-mac=hmac-{d}" for d in ("md5", "sha1", "sha256", "sha384", "sha512")),
+        "--qcrypto-skip-unsuited-sizes"]]
+    # a run whose every item skipped measured nothing: exit 1, and why on standard error
     calls.clear()
-    assert cryptotest.run(cryptotest.parse(["-z"])) == 4 and len(calls) == 1
+    codes, outcomes = [0], [[]]
+    assert cryptotest.run(cryptotest.parse(["-P", "openssl", "-a", "aes", "1", "16"])) == 1
+    assert capsys.readouterr().err == "cryptotest: nothing was measured: no test ran\n"
+    assert calls == [["--qcrypto-size=16", "--qcrypto-cipher=aes-128-cbc"]]
+    # no size suits the one algorithm named: a bad command line, before any run
+    calls.clear()
+    assert cryptotest.run(cryptotest.parse(["-a", "aes", "1", "8"])) == 4 and not calls
+    assert capsys.readouterr().err == ("cryptotest: no size given suits the algorithm: "
+                                       "skipping blocksize 8 'cuz not a multiple of aes "
+                                       "blocksize 16\n")
+
+
+def test_z_saves_every_line_in_one_complete_file_and_the_report_gives_them_back(pytester):
+    """Found by a user trial: -z ran one pytest run per group of sizes, each saving over the
+    last, so the file kept only the HMACs and still said complete."""
+    r = cryptotest_cmd(pytester, "-P", "openssl", "-z", "--qcrypto-save=z.json", "16")
+    assert r.ret == 0, r.stderr.str()
+    lines = r.outlines
+    saved = json.loads((pytester.path / "z.json").read_text())
+    assert saved["complete"] is True
+    assert len(saved["results"]) == len(lines) == 11 * 3 + 10 * 3 + 11 * 5
+    assert {x["direction"] for x in saved["results"]} == {"roundtrip", "mac"}
+    trip = next(x for x in saved["results"] if x["direction"] == "roundtrip")
+    assert trip["operation"].startswith("one encryption then one decryption of one buffer")
+    report = pytester.run(sys.executable, "-m", "pytest_qcrypto.cli", "report",
+                          "--qcrypto-format", "cryptotest", "z.json", timeout=TIMEOUT)
+    assert report.ret == 0, report.stderr.str()
+    assert report.outlines[:len(lines)] == lines
+
+
+def test_the_report_of_a_t_2_file_gives_freebsds_line_too(pytester):
+    r = cryptotest_cmd(pytester, "-t", "2", "-P", "pycryptodome", "-a", "blf",
+                       "--qcrypto-save=t2.json", "100", "64")
+    assert r.ret == 0, r.stderr.str()
+    report = pytester.run(sys.executable, "-m", "pytest_qcrypto.cli", "report",
+                          "--qcrypto-format", "cryptotest", "t2.json", timeout=TIMEOUT)
+    assert report.outlines[:2] == r.outlines
+    assert report.outlines[1].endswith("(FreeBSD's -t 2 arithmetic: the processes' times summed)")
+
+
+def test_several_plugins_are_named_before_their_lines(pytester):
+    r = cryptotest_cmd(pytester, "-P", "openssl", "-P", "pycryptodome", "-a", "aes", "10", "64")
+    assert r.ret == 0, r.stderr.str()
+    assert [line if line.startswith("plugin: ") else fields(line)[1:] for line in r.outlines] == [
+        "plugin: openssl", (20, "aes", 64), "plugin: pycryptodome", (20, "aes", 64)]
+
+
+def test_nothing_measured_is_exit_1_saying_why(pytester):
+    r = cryptotest_cmd(pytester, "-P", "openssl", "-a", "des", "10")
+    assert r.ret == 1 and r.outlines == []
+    assert r.errlines[-1] == "cryptotest: nothing was measured: openssl does not support des-cbc"
