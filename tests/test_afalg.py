@@ -19,7 +19,10 @@ import socket
 from pathlib import Path
 
 import pytest
-from cryptography.hazmat.decrepit.ciphers.algorithms import CAST5, Blowfish, TripleDES
+try:  # cryptography 43 and later; before, in primitives (the minimum-versions CI job)
+    from cryptography.hazmat.decrepit.ciphers.algorithms import CAST5, Blowfish, TripleDES
+except ImportError:
+    from cryptography.hazmat.primitives.ciphers.algorithms import CAST5, Blowfish, TripleDES
 from cryptography.hazmat.primitives import cmac, poly1305
 from cryptography.hazmat.primitives.ciphers import Cipher, algorithms, modes
 from cryptography.hazmat.primitives.ciphers.aead import AESGCM
