@@ -100,6 +100,17 @@ class Baselines(BaselineIndex):
         return "; ".join(text for f in self.files
                          if (text := self.library_of(f, typed, canonical, version, named)))
 
+    def differences(self, base: Result, typed: str, canonical: str,
+                    version: Callable[[str], str | None]) -> list[str]:
+        """How the machine and the library judged differ from those of the file ``base``
+        came from, by field: ``["cpu_model", "openssl version"]`` (for
+        ``--qcrypto-require-same-machine``)."""
+        f = self.origin(base)
+        diffs = [d.partition(":")[0] for d in self.machine_of(f)]
+        if self.library_of(f, typed, canonical, version):
+            diffs.append(f"{typed} version")
+        return diffs
+
     @property
     def label(self) -> str:
         """The files' paths, for the change grid's title: ``base.json`` or ``a.json, b.json``."""

@@ -17,6 +17,11 @@ KEY=VALUE`` as pytest takes them): :func:`run` starts :func:`pytest.main` with a
 whose ``pytest_cmdline_main`` reads the gate's rules from pytest's configuration, with
 the same messages, and judges instead of running tests.
 
+Standard output gets the tables of CURRENT in the chosen layout (``--qcrypto-format``,
+``--qcrypto-unit``), each with its change against BASE where the layout draws it;
+standard error gets the rest, as with ``qcrypto speed``: the line saying nothing was
+re-measured, the change grids of the other layouts, and the gate's summary.
+
 Exit status: 1 when a cell regressed or fell below its floor, or when no cell of
 CURRENT had an entry in BASE (:func:`pytest_qcrypto.compare.nothing_judged`); 4 for a
 bad file or option (one line on standard error); 0 otherwise.
@@ -24,6 +29,7 @@ bad file or option (one line on standard error); 0 otherwise.
 
 from __future__ import annotations
 
+import re
 import sys
 from collections.abc import Sequence
 from pathlib import Path
@@ -39,7 +45,7 @@ from pytest_qcrypto.gate_summary import change_grid, summary_lines
 from pytest_qcrypto.harness import Measurement
 from pytest_qcrypto.layouts import LAYOUTS, Figures
 from pytest_qcrypto.render import Output, parse_output
-from pytest_qcrypto.settings import SettingsError, bool_problem
+from pytest_qcrypto.settings import SettingsError, bool_problem, ini_source
 
 OK, FAILED, USAGE_ERROR = 0, 1, 4
 #: The words of the command in messages.
@@ -85,10 +91,12 @@ class _Command:
         except (SettingsError, results.ResultsError) as exc:
             sys.stderr.write(f"ERROR: {COMMAND}: {str(exc).removeprefix('--qcrypto-compare: ')}\n")
             return USAGE_ERROR
-        lines, status = judge_files(rules, base, current, output, self.base, self.current)
+        tables, notes, status = judge_files(rules, base, current, output, self.base,
+                                            self.current)
         out = self.stdout or sys.stdout
-        out.write("".join(f"{line}\n" for line in lines))
+        out.write("".join(f"{line}\n" for line in tables))
         out.flush()
+        sys.stderr.write("".join(f"{line}\n" for line in notes))
         return status
 
 
@@ -98,9 +106,10 @@ def _rules(config: pytest.Config) -> GateRules:
     for name in ("qcrypto_allow_missing", "qcrypto_require_same_machine"):
         try:
             config.getini(name)
-        except (ValueError, TypeError, pytest.UsageError):
-            where = f"{name} in {getattr(config.inipath, 'name', None) or 'the ini file'}"
-            raise SettingsError(bool_problem(where)) from None
+        except (ValueError, TypeError, pytest.UsageError) as exc:
+            where = ini_source(name, config.inipath, config.getoption("override_ini", None))
+            found = re.search(r"invalid truth value ('.*')$", str(exc))
+            raise SettingsError(bool_problem(where, found.group(1) if found else None)) from None
     rules = read_rules(config)
     rules.confirm = 0  # nothing is measured again
     return rules
@@ -139,12 +148,8 @@ def verdicts_of(rules: GateRules, baselines: Baselines,
 
         def differences(base: results.Result | None = base, r: results.Result = r) -> list[str]:
             assert base is not None
-            f = baselines.origin(base)
-            diffs = [d.partition(":")[0] for d in baselines.machine_of(f)]
-            if baselines.library_of(f, r.plugin, r.canonical_plugin or r.plugin,
-                                    lambda typed: _version(current, typed)):
-                diffs.append(f"{r.plugin} version")
-            return diffs
+            return baselines.differences(base, r.plugin, r.canonical_plugin or r.plugin,
+                                         lambda typed: _version(current, typed))
 
         c = gate.criteria(rules, m, names, base, None, differences)
         verdict = gate.judge([m], [r.cpu_wait_share], c, more=False)
@@ -161,8 +166,11 @@ def _version(doc: results.ResultsFile, typed: str) -> str | None:
 
 def judge_files(rules: GateRules, base: results.ResultsFile, current: results.ResultsFile,
                 output: Output = Output(), base_name: str = "", current_name: str = ""
-                ) -> tuple[list[str], int]:
-    """The lines ``qcrypto compare`` prints and its exit status (0 or 1)."""
+                ) -> tuple[list[str], list[str], int]:
+    """What ``qcrypto compare`` prints and its exit status (0 or 1): the tables in the
+    ``output`` layout (with their change grids when the layout draws them), for standard
+    output, and the notes, for standard error, as ``qcrypto speed`` divides them: what was
+    not re-measured, the change grids the layout does not draw, the gate's summary."""
     baselines = Baselines([base], now=current.machine)
     judged = verdicts_of(rules, baselines, current)
     cells: dict[CellKey, Verdict] = {}
@@ -175,18 +183,16 @@ def judge_files(rules: GateRules, base: results.ResultsFile, current: results.Re
                                        t.sizes, cells, {})) is not None}
     figures = Figures(tables, output.unit, False, changes)
     layout = LAYOUTS[output.format]
-    lines = [NOT_REMEASURED.format(current=current_name or current.path,
-                                   base=base_name or base.path), ""]
-    lines += layout.draw(figures)
+    notes = [NOT_REMEASURED.format(current=current_name or current.path,
+                                   base=base_name or base.path)]
     if not layout.draws_changes:
-        lines += [x for t in tables for x in figures.changes_under(t)]
-    lines.append("")
-    lines += summary_lines(
+        notes += [x for t in tables for x in figures.changes_under(t)]
+    notes += summary_lines(
         rules, baselines, cells, {}, "", baselines.machine_differences(),
         lambda typed, canonical: baselines.library_difference(
             typed, canonical, lambda t: _version(current, t)))
     failed = any(v.failed for _, v in judged)
     if not baselines.seen:
-        lines.append(compare.nothing_judged(baselines, list(cells)))
+        notes.append(compare.nothing_judged(baselines, list(cells)))
         failed = True
-    return lines, FAILED if failed else OK
+    return layout.draw(figures), notes, FAILED if failed else OK

@@ -291,11 +291,7 @@ class GatePlugin:
 
         def differences() -> list[str]:  # against the file this cell's baseline came from
             assert self.baseline is not None and base is not None
-            f = self.baseline.origin(base)
-            diffs = [d.partition(":")[0] for d in self.baseline.machine_of(f)]
-            if self.baseline.library_of(f, m.plugin, canonical, self.names.version):
-                diffs.append(f"{m.plugin} version")
-            return diffs
+            return self.baseline.differences(base, m.plugin, canonical, self.names.version)
 
         marker = _marker_floors(item) if item is not None else None
         return gate.criteria(self.rules, m, names, base, marker, differences)
