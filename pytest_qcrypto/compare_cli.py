@@ -20,7 +20,9 @@ the same messages, and judges instead of running tests.
 Standard output gets the tables of CURRENT in the chosen layout (``--qcrypto-format``,
 ``--qcrypto-unit``), each with its change against BASE where the layout draws it;
 standard error gets the rest, as with ``qcrypto speed``: the line saying nothing was
-re-measured, the change grids of the other layouts, and the gate's summary.
+re-measured, the change grids of the other layouts, and the gate's summary.  When
+``$GITHUB_STEP_SUMMARY`` names a file, the markdown tables are appended to it, as
+``qcrypto report`` does (a file that cannot be written: exit 1).
 
 Exit status: 1 when a cell regressed or fell below its floor, or when no cell of
 CURRENT had an entry in BASE (:func:`pytest_qcrypto.compare.nothing_judged`); 4 for a
@@ -44,7 +46,8 @@ from pytest_qcrypto.gate_plugin import read_rules
 from pytest_qcrypto.gate_summary import change_grid, summary_lines
 from pytest_qcrypto.harness import Measurement
 from pytest_qcrypto.layouts import LAYOUTS, Figures
-from pytest_qcrypto.render import Output, parse_output
+from pytest_qcrypto.render import Output, parse_output, write_files
+from pytest_qcrypto.tables import Table
 from pytest_qcrypto.settings import SettingsError, bool_problem, ini_source
 
 OK, FAILED, USAGE_ERROR = 0, 1, 4
@@ -91,13 +94,15 @@ class _Command:
         except (SettingsError, results.ResultsError) as exc:
             sys.stderr.write(f"ERROR: {COMMAND}: {str(exc).removeprefix('--qcrypto-compare: ')}\n")
             return USAGE_ERROR
-        tables, notes, status = judge_files(rules, base, current, output, self.base,
-                                            self.current)
+        tables, lines, notes, status = judge_files(rules, base, current, output, self.base,
+                                                   self.current)
         out = self.stdout or sys.stdout
-        out.write("".join(f"{line}\n" for line in tables))
+        out.write("".join(f"{line}\n" for line in lines))
         out.flush()
+        problems, _ = write_files(tables, output)  # $GITHUB_STEP_SUMMARY, as qcrypto report
+        notes += [f"ERROR: {problem}" for problem in problems]
         sys.stderr.write("".join(f"{line}\n" for line in notes))
-        return status
+        return FAILED if problems else status
 
 
 def _rules(config: pytest.Config) -> GateRules:
@@ -166,8 +171,9 @@ def _version(doc: results.ResultsFile, typed: str) -> str | None:
 
 def judge_files(rules: GateRules, base: results.ResultsFile, current: results.ResultsFile,
                 output: Output = Output(), base_name: str = "", current_name: str = ""
-                ) -> tuple[list[str], list[str], int]:
-    """What ``qcrypto compare`` prints and its exit status (0 or 1): the tables in the
+                ) -> tuple[list[Table], list[str], list[str], int]:
+    """What ``qcrypto compare`` shows and its exit status (0 or 1): the tables of
+    ``current``, their lines in the
     ``output`` layout (with their change grids when the layout draws them), for standard
     output, and the notes, for standard error, as ``qcrypto speed`` divides them: what was
     not re-measured, the change grids the layout does not draw, the gate's summary."""
@@ -195,4 +201,4 @@ def judge_files(rules: GateRules, base: results.ResultsFile, current: results.Re
     if not baselines.seen:
         notes.append(compare.nothing_judged(baselines, list(cells)))
         failed = True
-    return layout.draw(figures), notes, FAILED if failed else OK
+    return tables, layout.draw(figures), notes, FAILED if failed else OK

@@ -160,6 +160,17 @@ def test_compare_command_fails_a_regression_between_two_saved_runs(fake):
     assert "regression" not in r.stderr.str()
 
 
+def test_compare_command_appends_the_tables_to_the_step_summary(fake, tmp_path, monkeypatch):
+    save(fake, "base.json", "16")
+    summary = tmp_path / "step-summary.md"
+    monkeypatch.setenv("GITHUB_STEP_SUMMARY", str(summary))
+    r = qcrypto(fake, "compare", "base.json", "base.json")
+    assert r.ret == 0, r.stderr.str()
+    lines = summary.read_text().splitlines()
+    assert lines[0] == "### Benchmark results for 'sha256' digest (KiB/s)"
+    assert re.fullmatch(r"\| fake \| \d+\.\d\d \|", lines[4]), lines
+
+
 def test_compare_command_reads_the_ini_file_a_run_here_would(fake):
     save(fake, "base.json", "16")
     fake.makeini("[pytest]\nqcrypto_floors = sha256:fake = 1000000000\n")
