@@ -5,6 +5,8 @@
     qcrypto speed [-C cipher | -D digest | -M mac] [-P plugin]... [-v] [--qcrypto-OPTION ...]
     qcrypto list
     qcrypto report FILE... [--qcrypto-unit U] [--qcrypto-format F] [--qcrypto-plot PATH]...
+    qcrypto compare BASE CURRENT [--qcrypto-threshold PCT] [--qcrypto-require-same-machine]
+                    [-c INIFILE] [-o KEY=VALUE]... [--qcrypto-unit U] [--qcrypto-format F]
 
 ``speed`` and ``list`` turn their arguments into a pytest command line and run
 :func:`pytest.main` in this process, so the speed matrix, its checks, its
@@ -17,7 +19,10 @@ output and pytest's own lines (progress, failures) to standard error, which
 Every ``--qcrypto-*`` option of the pytest plugin passes through unchanged.
 
 ``report`` needs no pytest run: it joins saved results files
-(``--qcrypto-save``) into one table per algorithm and direction.
+(``--qcrypto-save``) into one table per algorithm and direction.  ``compare``
+judges a saved run against a saved baseline by the gate's rules, read from the
+ini file a pytest run here would read (:mod:`pytest_qcrypto.compare_cli`): exit
+1 on a regression, 4 for a bad file, else 0; nothing is measured again.
 """
 
 from __future__ import annotations
@@ -97,6 +102,29 @@ def build_parser() -> argparse.ArgumentParser:
                         help="also plot to .png, .svg or .html (repeatable: every PATH)")
     report.add_argument("-v", "--verbose", action="store_true",
                         help="qcrypto's lines before each table: operations and seconds per cell")
+
+    judge = sub.add_parser(
+        "compare", help="judge a saved run against a saved baseline (exit 1 on a regression)",
+        description="Judge every result of CURRENT against the same cell of BASE (both saved "
+                    "with --qcrypto-save) by the rules of pytest --qcrypto-compare: thresholds, "
+                    "floors and qcrypto_* keys of the ini file a pytest run here would read. "
+                    "Nothing is measured again (no confirmation tries).",
+        epilog="Exit codes: 0 nothing regressed, 1 a regression, a cell below its floor or "
+               "no cell of CURRENT in BASE, 4 a bad file or option.")
+    judge.add_argument("base", metavar="BASE", help="the baseline results file (JSON)")
+    judge.add_argument("current", metavar="CURRENT", help="the results file to judge (JSON)")
+    judge.add_argument("--qcrypto-threshold", metavar="PCT",
+                       help="the slowdown that counts as a regression, e.g. 10%% (default: "
+                            "ini qcrypto_threshold, else 10%%)")
+    judge.add_argument("--qcrypto-require-same-machine", action="store_true",
+                       help="do not judge cells whose baseline comes from another machine or "
+                            "library version")
+    judge.add_argument("--qcrypto-unit", metavar="UNIT", help="unit of the cells (see speed)")
+    judge.add_argument("--qcrypto-format", metavar="FORMAT", help=render.format_names())
+    judge.add_argument("-c", "--config-file", metavar="INIFILE",
+                       help="the ini file to read (as pytest -c)")
+    judge.add_argument("-o", "--override-ini", metavar="KEY=VALUE", action="append", default=[],
+                       help="override an ini key (as pytest -o)")
     return parser
 
 
@@ -107,7 +135,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     try:
         ns, extra = parser.parse_known_args(args)
         if ns.command is None:
-            raise UsageError("qcrypto: give a command: speed, list or report (qcrypto -h)")
+            raise UsageError("qcrypto: give a command: speed, list, report or compare "
+                             "(qcrypto -h)")
         if ns.command == "speed":
             pytest_args = speed_args(ns, extra)
         elif extra:
@@ -122,6 +151,14 @@ def main(argv: Sequence[str] | None = None) -> int:
         return int(pytest.main([f"--qcrypto-command={COMMAND}", *pytest_args]))
     if ns.command == "list":
         return int(pytest.main(["--qcrypto-list", "-p", "no:cacheprovider"]))
+    if ns.command == "compare":
+        from pytest_qcrypto import compare_cli
+
+        ini = ([f"--config-file={ns.config_file}"] if ns.config_file else []) + \
+            [f"--override-ini={o}" for o in ns.override_ini]
+        return compare_cli.run(ns.base, ns.current, ns.qcrypto_threshold,
+                               ns.qcrypto_require_same_machine, ns.qcrypto_unit,
+                               ns.qcrypto_format, ini)
     return report(ns.files, ns.qcrypto_unit, ns.qcrypto_format, ns.qcrypto_plot,
                   verbose=ns.verbose)
 

@@ -21,9 +21,10 @@ from typing import Any
 
 import pytest
 
-from pytest_qcrypto import catalog, gate, results, settings
+from pytest_qcrypto import catalog, compare, gate, results, settings
 from pytest_qcrypto.catalog import plural
-from pytest_qcrypto.gate import BaselineIndex, GateRules, Rule, Verdict
+from pytest_qcrypto.compare import Baselines
+from pytest_qcrypto.gate import GateRules, Rule, Verdict
 from pytest_qcrypto.gate_summary import change_grid, summary_lines
 from pytest_qcrypto.harness import Measurement
 from pytest_qcrypto.interrupts import Interrupts
@@ -39,11 +40,13 @@ PLUGIN_NAME = "qcrypto-gate"
 @dataclass
 class GateOptions:
     """The gate's checked options: ``save_path`` (None: not saving), the ``baseline`` (None:
-    not comparing) and the rules."""
+    not comparing: the join of every ``--qcrypto-compare`` file, ``baseline_files``) and the
+    rules."""
 
     rules: GateRules = field(default_factory=GateRules)
     save_path: Path | None = None
     baseline: ResultsFile | None = None
+    baseline_files: list[ResultsFile] = field(default_factory=list)
 
 
 class PluginNames:
@@ -87,6 +90,23 @@ class PluginNames:
 # -- the options ----------------------------------------------------------------------------
 
 
+def _typed(config: pytest.Config, name: str) -> list[str]:
+    given = config.getoption(name)
+    return [given] if isinstance(given, str) else [str(v) for v in given or ()]
+
+
+def paths(config: pytest.Config, name: str) -> list[str]:
+    """Every PATH of option ``name``, as first typed, each file once (the same file given
+    twice, also as ``./a.json``, is that file); an empty PATH is a :class:`SettingsError`."""
+    files: dict[str, str] = {}
+    for text in _typed(config, name):
+        if not text.strip():
+            raise SettingsError(f"--{name.replace('_', '-')}: the PATH is empty; give a "
+                                "file name")
+        files.setdefault(os.path.abspath(config.invocation_params.dir / text), text)
+    return list(files.values())
+
+
 def one_path(config: pytest.Config, name: str, why: str) -> str | None:
     """The one PATH of option ``name`` (None: not given), as typed.
 
@@ -94,17 +114,12 @@ def one_path(config: pytest.Config, name: str, why: str) -> str | None:
     file, two different ones a :class:`SettingsError` naming them and
     ``why`` only one is taken.  An empty PATH is an error too.
     """
-    option = f"--{name.replace('_', '-')}"
-    given = config.getoption(name)
-    typed = [given] if isinstance(given, str) else [str(v) for v in given or ()]
-    if any(not text.strip() for text in typed):
-        raise SettingsError(f"{option}: the PATH is empty; give a file name")
-    files = {os.path.abspath(config.invocation_params.dir / text): text for text in typed}
-    if len(files) > 1:
-        named = ", ".join(repr(text) for text in dict.fromkeys(typed))
-        raise SettingsError(f"{option} was given more than once, with different files "
-                            f"({named}): {why}; give it once")
-    return typed[0] if typed else None
+    found = paths(config, name)
+    if len(found) > 1:
+        named = ", ".join(repr(text) for text in dict.fromkeys(_typed(config, name)))
+        raise SettingsError(f"--{name.replace('_', '-')} was given more than once, with "
+                            f"different files ({named}): {why}; give it once")
+    return found[0] if found else None
 
 
 def _ini_where(config: pytest.Config, name: str) -> str:
@@ -146,15 +161,9 @@ def load_baseline(path: Path, typed: str, canonical: Callable[[str], str]) -> Re
         baseline = results.load(path, canonical)
     except results.ResultsError as exc:
         raise SettingsError(f"--qcrypto-compare: {exc}") from None
-    if not baseline.complete:
-        raise SettingsError(
-            f"--qcrypto-compare: {typed}: the run that wrote it did not finish "
-            "(\"complete\": false); save a complete run to compare against")
-    if not baseline.results:
-        raise SettingsError(
-            f"--qcrypto-compare: {typed}: no results (the run that wrote it measured "
-            "nothing, so every item would pass); save a run that measured the cells "
-            "to compare")
+    problem = compare.unusable(baseline)
+    if problem:
+        raise SettingsError(f"--qcrypto-compare: {typed}: {problem}")
     return baseline
 
 
@@ -162,15 +171,18 @@ def read_options(config: pytest.Config, canonical: Callable[[str], str]) -> Gate
     """Read and check every gate option and the baseline (raises :class:`SettingsError`)."""
     out = GateOptions()
     save = one_path(config, "qcrypto_save", "a run writes one results file")
-    compare = one_path(config, "qcrypto_compare", "only one baseline file is supported")
+    baselines = paths(config, "qcrypto_compare")
     if save:
         out.save_path = config.invocation_params.dir / save
         problem = results.check_writable(out.save_path)
         if problem:
             raise SettingsError(f"--qcrypto-save: cannot write {save}: {problem}")
     out.rules = read_rules(config)
-    if compare:
-        out.baseline = load_baseline(config.invocation_params.dir / compare, compare, canonical)
+    if baselines:
+        # several files (one per sharded job) are joined; one cell of a test in two is refused
+        out.baseline_files = [load_baseline(config.invocation_params.dir / typed, typed,
+                                            canonical) for typed in baselines]
+        out.baseline = compare.join(out.baseline_files, baselines).file
     return out
 
 
@@ -247,31 +259,25 @@ class GatePlugin:
         self.names = names
         self.interrupts = interrupts
         self._run_state = run_state
-        self.baseline = BaselineIndex(options.baseline) if options.baseline is not None else None
+        self.baseline = (Baselines(options.baseline_files or [options.baseline])
+                         if options.baseline is not None else None)
+        #: the line of a comparison that judged nothing (it fails the run), once known
+        self.nothing_judged = ""
         #: the line about the results file, once written (or not)
         self.saved = ""
-        self._machine_diffs: list[str] | None = None
 
     # -- what the baseline says about this machine -----------------------------------------
 
     @property
     def machine_differences(self) -> list[str]:
-        if self._machine_diffs is None:
-            self._machine_diffs = (results.machine_differences(self.baseline.file.machine,
-                                                               results.fingerprint())
-                                   if self.baseline is not None else [])
-        return self._machine_diffs
+        """Each field of this machine's fingerprint that differs from the baseline's."""
+        return self.baseline.machine_differences() if self.baseline is not None else []
 
     def library_difference(self, typed: str, canonical: str) -> str:
         """``openssl: 'OpenSSL 3.0.2 ...' (baseline) vs '...' (now)``, or empty."""
         if self.baseline is None:
             return ""
-        entry = self.baseline.file.plugin_entry(canonical)
-        if entry is None or "version" not in entry:
-            return ""
-        now = self.names.version(typed)
-        return "" if entry["version"] == now else \
-            f"{typed}: {entry['version']!r} (baseline) vs {now!r} (now)"
+        return self.baseline.library_difference(typed, canonical, self.names.version)
 
     # -- during the tests ------------------------------------------------------------------
 
@@ -283,11 +289,9 @@ class GatePlugin:
         test = item.nodeid if item is not None else None
         base = self.baseline.for_test(key, test) if self.baseline is not None else None
 
-        def differences() -> list[str]:
-            diffs = [d.partition(":")[0] for d in self.machine_differences]
-            if self.library_difference(m.plugin, canonical):
-                diffs.append(f"{m.plugin} version")
-            return diffs
+        def differences() -> list[str]:  # against the file this cell's baseline came from
+            assert self.baseline is not None and base is not None
+            return self.baseline.differences(base, m.plugin, canonical, self.names.version)
 
         marker = _marker_floors(item) if item is not None else None
         return gate.criteria(self.rules, m, names, base, marker, differences)
@@ -334,6 +338,8 @@ class GatePlugin:
     @pytest.hookimpl(tryfirst=True)  # saved before anything else can be interrupted
     def pytest_sessionfinish(self, session: pytest.Session, exitstatus: int) -> None:
         try:
+            if not hasattr(self.config, "workerinput"):
+                self.judged_nothing(session)
             if self.options.save_path is not None and not hasattr(self.config, "workerinput"):
                 # (a pytest-xdist worker does not save: the controller does)
                 self.saved = save(self.config, session, exitstatus, self.interrupts.ran_to_end,
@@ -346,13 +352,29 @@ class GatePlugin:
         """Under a results table: the change against the baseline per cell (compare mode)."""
         if self.baseline is None:
             return None
-        return change_grid(self.baseline.file.path, table.algorithm, table.direction,
+        return change_grid(self.baseline.label, table.algorithm, table.direction,
                            table.plugins, table.sizes, self.ledger.verdicts(), self.ledger.gone)
 
     def summary_lines(self) -> list[str]:
         """After the tables: regressions, floors, differences, missing and new cells, the file."""
-        return summary_lines(self.rules, self.baseline, self.ledger.verdicts(), self.ledger.gone,
-                             self.saved, self.machine_differences, self.library_difference)
+        lines = summary_lines(self.rules, self.baseline, self.ledger.verdicts(), self.ledger.gone,
+                              self.saved, self.machine_differences, self.library_difference)
+        return lines + ([self.nothing_judged] if self.nothing_judged else [])
+
+    def judged_nothing(self, session: pytest.Session) -> None:
+        """Comparing, no cell this run measured or skipped had a baseline entry: the line that
+        says so, and exit status 1 (a run that already failed or stopped keeps its own)."""
+        if self.baseline is None or self.baseline.seen or session.exitstatus in (
+                pytest.ExitCode.INTERRUPTED, pytest.ExitCode.INTERNAL_ERROR,
+                pytest.ExitCode.USAGE_ERROR):
+            return
+        xdist = getattr(self.config.option, "numprocesses", None)
+        why = ("benchmarks are not measured under pytest-xdist: run them with -n 0"
+               if xdist else "no benchmark item ran")
+        self.nothing_judged = compare.nothing_judged(self.baseline, list(self.ledger.verdicts()),
+                                                     why)
+        if session.exitstatus == pytest.ExitCode.OK:
+            session.exitstatus = pytest.ExitCode.TESTS_FAILED
 
 
 def save(config: pytest.Config, session: pytest.Session, exitstatus: int, ran_to_end: bool,

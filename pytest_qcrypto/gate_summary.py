@@ -158,10 +158,11 @@ def summary_lines(rules: GateRules, baseline: BaselineIndex | None,
     lines: list[str] = []
     every = list(verdicts.values())
     if baseline is not None:
-        b = baseline.file
-        lines.append(f"Regression gate: baseline {b.path} ({plural(len(b.results), 'result')}"
-                     f"{', created ' + b.created if b.created else ''}), threshold "
-                     f"{rules.default_threshold.value:g}% unless an ini line says "
+        files = getattr(baseline, "files", None) or [baseline.file]  # several: joined
+        named = ", ".join(f"{b.path} ({plural(len(b.results), 'result')}"
+                          f"{', created ' + b.created if b.created else ''})" for b in files)
+        lines.append(f"Regression gate: baseline{'s' if len(files) > 1 else ''} {named}, "
+                     f"threshold {rules.default_threshold.value:g}% unless an ini line says "
                      f"otherwise, "
                      f"{plural(rules.confirm, 'confirmation try', 'confirmation tries')}")
     lines += _failure_lines(every)

@@ -180,8 +180,9 @@ OPTIONS: tuple[Option, ...] = (
                 "stops plugins stuck in the kernel or crashing (POSIX only)."),
     Option("--qcrypto-list", action="store_true", default=False,
            help="list crypto plugins, their availability, libraries and algorithms, then exit."),
-    # both take one PATH, collected as a list so that a second, different one is an
-    # error rather than silently replacing the first (Gate.one_path)
+    # collected as lists: a second, different --qcrypto-save is an error rather than
+    # silently replacing the first (gate_plugin.one_path); several --qcrypto-compare
+    # files are joined into one baseline (gate_plugin.paths, compare.join)
     Option("--qcrypto-save", action="append", metavar="PATH",
            help="write every measurement of the run to PATH as JSON (written atomically, "
                 "through a symbolic link to its target; an interrupted run writes PATH.partial "
@@ -189,7 +190,9 @@ OPTIONS: tuple[Option, ...] = (
                 "run."),
     Option("--qcrypto-compare", action="append", metavar="PATH",
            help="compare every measurement with the same cell of the results file PATH; a "
-                "regression beyond the threshold fails that test.  One baseline file per run."),
+                "regression beyond the threshold fails that test, and so does a run in which "
+                "no cell had a baseline entry.  Give it once per file to join several "
+                "(sharded) baselines; a cell of one test may be in one of them only."),
     Option("--qcrypto-threshold", metavar="PCT", ini="qcrypto_threshold",
            parse=gate.parse_percent,
            ini_help="default regression threshold in percent (like --qcrypto-threshold).",

@@ -29,11 +29,11 @@ LAYERS: dict[str, int] = {
     "bench": 7, "results_model": 7,
     "results": 8,
     "gate": 9, "report": 9, "plot": 9,
-    "gate_summary": 10,
+    "gate_summary": 10, "compare": 10,
     # the pytest side
     "hookspecs": 11, "options": 11, "matrix": 11, "ledger": 11,
     "fixture": 12, "gate_plugin": 12,
-    "plugin": 13,
+    "plugin": 13, "compare_cli": 13,
     "cli": 14,
     "cryptotest": 15,
 }
