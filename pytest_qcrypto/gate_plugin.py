@@ -24,13 +24,14 @@ import pytest
 from pytest_qcrypto import catalog, gate, results, settings
 from pytest_qcrypto.catalog import plural
 from pytest_qcrypto.gate import BaselineIndex, GateRules, Rule, Verdict
-from pytest_qcrypto.gate_summary import change_grid, summary_lines
+from pytest_qcrypto.gate_summary import change_grid, speedup_failure, summary_lines, summary_tables
 from pytest_qcrypto.harness import Measurement
 from pytest_qcrypto.interrupts import Interrupts
 from pytest_qcrypto.ledger import Ledger
-from pytest_qcrypto.tables import Changes, Table
+from pytest_qcrypto.tables import Changes, GateTables, Table
 from pytest_qcrypto.results import ResultsFile
-from pytest_qcrypto.rules import Rules, marker_floors, parse_kib_per_s, parse_percent, parse_whole
+from pytest_qcrypto.rules import (Rules, marker_floors, parse_kib_per_s, parse_percent,
+                                  parse_speedup, parse_whole)
 from pytest_qcrypto.settings import SettingsError
 
 PLUGIN_NAME = "qcrypto-gate"
@@ -133,7 +134,15 @@ def read_rules(config: pytest.Config) -> GateRules:
         rules.confirm = parse_whole(confirm, where, 0, gate.MAX_CONFIRM)
     rules.compare_only = [f"--{n.replace('_', '-')}" for n in (
         "qcrypto_threshold", "qcrypto_confirm", "qcrypto_allow_missing",
-        "qcrypto_require_same_machine") if opt(n) not in (None, False)]
+        "qcrypto_require_same_machine", "qcrypto_max_speedup", "qcrypto_strict")
+        if opt(n) not in (None, False)]
+    speedup, where = opt("qcrypto_max_speedup"), "--qcrypto-max-speedup"
+    if speedup is None and ini("qcrypto_max_speedup"):
+        speedup, where = ini("qcrypto_max_speedup"), _ini_where(config, "qcrypto_max_speedup")
+    if speedup is not None:
+        rules.max_speedup = Rule(None, None, None, parse_speedup(speedup, where), where)
+    rules.strict = ("--qcrypto-strict" if opt("qcrypto_strict") else
+                    _ini_where(config, "qcrypto_strict") if ini("qcrypto_strict") else "")
     rules.allow_missing = bool(opt("qcrypto_allow_missing") or ini("qcrypto_allow_missing"))
     rules.require_same_machine = bool(opt("qcrypto_require_same_machine")
                                       or ini("qcrypto_require_same_machine"))
@@ -296,6 +305,9 @@ class GatePlugin:
         """A verdict was reached: its status when not comparing, the item's properties."""
         if self.baseline is None and v.status == gate.NEW:
             v.status = gate.OK  # not comparing: "no baseline" would say nothing
+        suspicious = speedup_failure(v, self.rules)  # None unless --qcrypto-strict
+        if suspicious:
+            v.failures.append(suspicious)  # the fixture fails the item on it
         if item is not None:
             item.user_properties.extend(properties(v))
 
@@ -353,6 +365,10 @@ class GatePlugin:
         """After the tables: regressions, floors, differences, missing and new cells, the file."""
         return summary_lines(self.rules, self.baseline, self.ledger.verdicts(), self.ledger.gone,
                              self.saved, self.machine_differences, self.library_difference)
+
+    def summary_tables(self) -> GateTables | None:
+        """The gate's outcome as tables for a markdown summary (None when not comparing)."""
+        return summary_tables(self.rules, self.baseline, self.ledger.verdicts(), self.ledger.gone)
 
 
 def save(config: pytest.Config, session: pytest.Session, exitstatus: int, ran_to_end: bool,

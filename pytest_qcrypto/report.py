@@ -83,7 +83,7 @@ def _measurement(r: Any) -> Measurement:
         count, rounds, figure_only = 1, (per_iteration * r.size / r.bytes_per_second,), True
     return Measurement(r.algorithm, r.plugin, r.size, r.direction, count, rounds,
                        tuple(r.cpu_s), r.canonical_plugin, r.operation, r.driver, r.hardware,
-                       figure_only=figure_only, iv=getattr(r, "iv", ""))
+                       jobs=r.jobs, figure_only=figure_only, iv=getattr(r, "iv", ""))
 
 
 def machine_labels(names: Sequence[str]) -> list[str]:
