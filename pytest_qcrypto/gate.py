@@ -47,6 +47,8 @@ DEFAULT_THRESHOLD = 10.0
 BUSY_SHARE = 0.05
 DEFAULT_CONFIRM = 2
 MAX_CONFIRM = 20
+#: A change beyond this many times the baseline's figure is a suspicious speed-up (issue 14).
+DEFAULT_MAX_SPEEDUP = 3.0
 
 #: ``(algorithm, plugin, size, direction)``: a cell of the tables, plugin as typed.
 CellKey = tuple[str, str, int, str]
@@ -350,6 +352,11 @@ class GateRules:
     allow_missing: bool = False
     require_same_machine: bool = False
     compare_only: list[str] = field(default_factory=list)
+    #: a speed-up beyond this factor is suspicious (:mod:`.gate_summary`); ``strict``: where
+    #: failing such a cell was asked for (``--qcrypto-strict``; empty: it is a summary line)
+    max_speedup: Rule = field(default_factory=lambda: Rule(
+        None, None, None, DEFAULT_MAX_SPEEDUP, "default"))
+    strict: str = ""
 
 
 class BaselineIndex:

@@ -14,7 +14,7 @@ The rules and verdicts themselves are plain Python (:mod:`pytest_qcrypto.gate`).
 from __future__ import annotations
 
 import os
-from collections.abc import Callable, Sequence
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -22,16 +22,17 @@ from typing import Any
 import pytest
 
 from pytest_qcrypto import catalog, compare, gate, results, settings
-from pytest_qcrypto.catalog import plural
 from pytest_qcrypto.compare import Baselines
 from pytest_qcrypto.gate import GateRules, Rule, Verdict
-from pytest_qcrypto.gate_summary import change_grid, summary_lines
+from pytest_qcrypto.gate_summary import change_grid, speedup_failure, summary_lines, summary_tables
 from pytest_qcrypto.harness import Measurement
 from pytest_qcrypto.interrupts import Interrupts
 from pytest_qcrypto.ledger import Ledger
-from pytest_qcrypto.tables import Changes, Table
+from pytest_qcrypto.tables import Changes, GateTables, Table
 from pytest_qcrypto.results import ResultsFile
-from pytest_qcrypto.rules import Rules, marker_floors, parse_kib_per_s, parse_percent, parse_whole
+from pytest_qcrypto.rules import (Rules, marker_floors, parse_kib_per_s, parse_percent,
+                                  parse_speedup, parse_whole)
+from pytest_qcrypto.saving import PluginNames, save  # noqa: F401 (the gate saves; plugin imports)
 from pytest_qcrypto.settings import SettingsError
 
 PLUGIN_NAME = "qcrypto-gate"
@@ -47,44 +48,6 @@ class GateOptions:
     save_path: Path | None = None
     baseline: ResultsFile | None = None
     baseline_files: list[ResultsFile] = field(default_factory=list)
-
-
-class PluginNames:
-    """Canonical names and library versions of typed plugin names, each asked once.
-
-    ``registry`` returns the run's crypto plugin registry (built only when needed).
-    """
-
-    def __init__(self, registry: Callable[[], Any]) -> None:
-        self._registry = registry
-        self._canonical: dict[str, str] = {}
-        self._versions: dict[str, str] = {}
-
-    def canonical(self, typed: str) -> str:
-        """The canonical plugin name of a typed one (the typed name if it does not resolve)."""
-        if typed not in self._canonical:
-            try:
-                self._canonical[typed] = self._registry().resolve(typed).canonical
-            except Exception:
-                self._canonical[typed] = typed
-        return self._canonical[typed]
-
-    def version(self, typed: str) -> str:
-        if typed not in self._versions:
-            self._versions[typed] = results.plugin_entries(
-                [typed], self._registry().resolve)[typed]["version"]
-        return self._versions[typed]
-
-    def entries(self, saved: Sequence[results.Result]) -> dict[str, dict[str, Any]]:
-        """The results file's ``plugins``: each typed plugin's entry and its drivers."""
-        typed = list(dict.fromkeys(r.plugin for r in saved))
-        if not typed:
-            return {}
-        entries = results.plugin_entries(typed, self._registry().resolve, saved)
-        for entry_typed, entry in entries.items():
-            entry["drivers"] = sorted({r.driver for r in saved
-                                       if r.plugin == entry_typed and r.driver})
-        return entries
 
 
 # -- the options ----------------------------------------------------------------------------
@@ -148,7 +111,15 @@ def read_rules(config: pytest.Config) -> GateRules:
         rules.confirm = parse_whole(confirm, where, 0, gate.MAX_CONFIRM)
     rules.compare_only = [f"--{n.replace('_', '-')}" for n in (
         "qcrypto_threshold", "qcrypto_confirm", "qcrypto_allow_missing",
-        "qcrypto_require_same_machine") if opt(n) not in (None, False)]
+        "qcrypto_require_same_machine", "qcrypto_max_speedup", "qcrypto_strict")
+        if opt(n) not in (None, False)]
+    speedup, where = opt("qcrypto_max_speedup"), "--qcrypto-max-speedup"
+    if speedup is None and ini("qcrypto_max_speedup"):
+        speedup, where = ini("qcrypto_max_speedup"), _ini_where(config, "qcrypto_max_speedup")
+    if speedup is not None:
+        rules.max_speedup = Rule(None, None, None, parse_speedup(speedup, where), where)
+    rules.strict = ("--qcrypto-strict" if opt("qcrypto_strict") else
+                    _ini_where(config, "qcrypto_strict") if ini("qcrypto_strict") else "")
     rules.allow_missing = bool(opt("qcrypto_allow_missing") or ini("qcrypto_allow_missing"))
     rules.require_same_machine = bool(opt("qcrypto_require_same_machine")
                                       or ini("qcrypto_require_same_machine"))
@@ -300,6 +271,9 @@ class GatePlugin:
         """A verdict was reached: its status when not comparing, the item's properties."""
         if self.baseline is None and v.status == gate.NEW:
             v.status = gate.OK  # not comparing: "no baseline" would say nothing
+        suspicious = speedup_failure(v, self.rules)  # None unless --qcrypto-strict
+        if suspicious:
+            v.failures.append(suspicious)  # the fixture fails the item on it
         if item is not None:
             item.user_properties.extend(properties(v))
 
@@ -376,43 +350,6 @@ class GatePlugin:
         if session.exitstatus == pytest.ExitCode.OK:
             session.exitstatus = pytest.ExitCode.TESTS_FAILED
 
-
-def save(config: pytest.Config, session: pytest.Session, exitstatus: int, ran_to_end: bool,
-         path: Path, saved: Sequence[results.Result], names: PluginNames,
-         run_state: Callable[[], tuple[dict[str, Any], dict[str, Any] | None]]) -> str:
-    """Save the results file (from ``pytest_sessionfinish``); the line that says so.
-
-    A run that measured nothing writes nothing (an empty file would pass
-    every later comparison); a file that cannot be written is an error
-    line and exit status 1.  The file says ``"complete": true`` only when
-    ``ran_to_end`` (every benchmark item finished, no interrupt was seen:
-    see :mod:`pytest_qcrypto.interrupts`) and the exit status and session
-    agree; an incomplete run never replaces an existing file.
-    """
-    if not saved:
-        xdist = getattr(config.option, "numprocesses", None)
-        why = ("benchmarks are not measured under pytest-xdist: run them with -n 0"
-               if xdist else "no benchmark item ran")
-        return f"qcrypto: nothing was measured ({why}): {path} not written"
-    complete = (ran_to_end
-                and exitstatus not in (pytest.ExitCode.INTERRUPTED,
-                                       pytest.ExitCode.INTERNAL_ERROR,
-                                       pytest.ExitCode.USAGE_ERROR)
-                and not session.shouldstop and not session.shouldfail)
-    try:
-        run_settings, state = run_state()
-        doc = ResultsFile(results=list(saved), machine=results.fingerprint(),
-                          plugins=names.entries(saved), complete=complete,
-                          settings=run_settings, machine_state=state)
-        target = results.save(path, doc)
-    except OSError as exc:
-        if session.exitstatus in (pytest.ExitCode.OK, pytest.ExitCode.NO_TESTS_COLLECTED):
-            session.exitstatus = pytest.ExitCode.TESTS_FAILED
-        return f"ERROR: qcrypto: could not save results to {path}: {exc.strerror or exc}"
-    n = plural(len(saved), "result")
-    if complete:
-        return f"qcrypto: {n} saved to {target}"
-    if target != path:
-        return (f"qcrypto: the run did not finish: {n} saved to {target} "
-                f"(\"complete\": false); {path} left untouched")
-    return f"qcrypto: the run did not finish: {n} saved to {target} (\"complete\": false)"
+    def summary_tables(self) -> GateTables | None:
+        """The gate's outcome as tables for a markdown summary (None when not comparing)."""
+        return summary_tables(self.rules, self.baseline, self.ledger.verdicts(), self.ledger.gone)

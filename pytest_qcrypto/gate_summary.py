@@ -1,5 +1,6 @@
 """What the regression gate says after the run: the change grid under each table, as data,
-and the summary lines (regressions, floors, differences, missing and new cells).
+the summary lines (regressions, floors, suspicious speed-ups, differences, missing and new
+cells) and the same as tables for a markdown summary (:func:`summary_tables`).
 
 Plain Python: it reads the verdicts of :mod:`pytest_qcrypto.gate`; it never measures and
 never imports pytest.
@@ -10,10 +11,10 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable, Mapping, Sequence
 
 from pytest_qcrypto.catalog import plural
-from pytest_qcrypto.tables import Changes
-from pytest_qcrypto.gate import (BUSY, MARK_NOTES, MARKS, NEW, NOISE, NOT_JUDGED, RECOVERED,
+from pytest_qcrypto.tables import Changes, GateTables, SummaryTable
+from pytest_qcrypto.gate import (BUSY, MARK_NOTES, MARKS, NEW, NOISE, NOT_JUDGED, OK, RECOVERED,
                                  REGRESSION, BaselineIndex, CellKey, GateRules, Verdict,
-                                 pct, describe)
+                                 pct, describe, kib)
 
 
 def change_grid(baseline_path: object, algorithm: str, direction: str,
@@ -158,17 +159,144 @@ def summary_lines(rules: GateRules, baseline: BaselineIndex | None,
     lines: list[str] = []
     every = list(verdicts.values())
     if baseline is not None:
-        files = getattr(baseline, "files", None) or [baseline.file]  # several: joined
-        named = ", ".join(f"{b.path} ({plural(len(b.results), 'result')}"
-                          f"{', created ' + b.created if b.created else ''})" for b in files)
-        lines.append(f"Regression gate: baseline{'s' if len(files) > 1 else ''} {named}, "
-                     f"threshold {rules.default_threshold.value:g}% unless an ini line says "
-                     f"otherwise, "
-                     f"{plural(rules.confirm, 'confirmation try', 'confirmation tries')}")
+        lines.append(f"Regression gate: {gate_heading(rules, baseline)}")
     lines += _failure_lines(every)
     if baseline is None:
         return lines + _unused_lines(rules, every) + ([saved] if saved else [])
+    lines += _speedup_lines(rules, every)
     lines += _difference_lines(verdicts, machine_differences, library_difference)
     lines += _status_lines(every)
     lines += _cell_lines(rules, baseline, verdicts, gone)
     return lines + ([saved] if saved else [])
+
+
+def gate_heading(rules: GateRules, baseline: BaselineIndex) -> str:
+    """``baseline base.json (3 results, created ...), threshold 10% unless an ini line says
+    otherwise, 2 confirmation tries`` (``baselines a.json (...), b.json (...)`` for several
+    joined files): what the run was judged against."""
+    files = getattr(baseline, "files", None) or [baseline.file]  # several: joined
+    named = ", ".join(f"{b.path} ({plural(len(b.results), 'result')}"
+                      f"{', created ' + b.created if b.created else ''})" for b in files)
+    return (f"baseline{'s' if len(files) > 1 else ''} {named}, threshold "
+            f"{rules.default_threshold.value:g}% unless an ini line says otherwise, "
+            f"{plural(rules.confirm, 'confirmation try', 'confirmation tries')}")
+
+
+# -- suspicious speed-ups -------------------------------------------------------------------------
+
+#: What a speed-up beyond the bound usually means.
+SPEEDUP_WHY = "the baseline or the measurement is likely broken"
+
+
+def speedup(v: Verdict, rules: GateRules) -> float | None:
+    """How many times the baseline's figure ``v`` is (both without their waits for a CPU, as
+    the change), when that is beyond ``rules.max_speedup``; None when it is not, or when
+    ``v`` was not judged against a baseline."""
+    if v.baseline is None or v.status == NOT_JUDGED or v.not_judged or v.base_figure <= 0:
+        return None
+    ratio = v.figure / v.base_figure
+    return ratio if ratio > rules.max_speedup.value else None
+
+
+def speedup_text(v: Verdict, ratio: float) -> str:
+    """``sha256 fake 16 B digest: 10.00x the baseline (7812.50 KiB/s now, baseline 781.25
+    KiB/s, change +900.0%)``: figures by the clock, the change as judged."""
+    assert v.baseline is not None
+    return (f"{describe(v.measurement)}: {ratio:.2f}x the baseline "
+            f"({kib(v.measurement.bytes_per_second)} KiB/s now, baseline "
+            f"{kib(v.baseline.bytes_per_second)} KiB/s, change {pct(v.change)})")
+
+
+def speedup_failure(v: Verdict, rules: GateRules) -> str | None:
+    """The message that fails ``v`` under ``rules.strict`` (``--qcrypto-strict``) when its
+    speed-up is suspicious (:func:`speedup`); None when it is not or not strict."""
+    ratio = speedup(v, rules)
+    if ratio is None or not rules.strict:
+        return None
+    bound = rules.max_speedup
+    return (f"suspicious speed-up: {speedup_text(v, ratio)}, beyond {bound.value:g}x "
+            f"({bound.source}): {SPEEDUP_WHY} (failed by {rules.strict})")
+
+
+def _speedup_title(rules: GateRules, n: int) -> str:
+    bound = rules.max_speedup
+    fate = (f"failed ({rules.strict})" if rules.strict
+            else "not failed (--qcrypto-strict would fail them)")
+    return (f"suspicious speed-ups ({n}), beyond {bound.value:g}x the baseline "
+            f"({bound.source}): {SPEEDUP_WHY}; {fate}")
+
+
+def _speedup_lines(rules: GateRules, verdicts: Sequence[Verdict]) -> list[str]:
+    """The cells faster than ``rules.max_speedup`` times their baseline, one line each."""
+    fast = [(v, r) for v in verdicts if (r := speedup(v, rules)) is not None]
+    if not fast:
+        return []
+    return [f"{_speedup_title(rules, len(fast))}:"] + [f"  {speedup_text(v, r)}" for v, r in fast]
+
+
+# -- the same as tables (a markdown summary) ------------------------------------------------------
+
+#: The order of the verdict counts, worst first.
+VERDICT_ORDER = ("regression", "below floor", "suspicious speed-up", "missing", NOISE, BUSY,
+                 RECOVERED, OK, NOT_JUDGED, NEW, "in the baseline, not run")
+
+
+def verdict_word(v: Verdict, rules: GateRules) -> str:
+    """One word per measurement for the counts: ``regression``, ``below floor``,
+    ``suspicious speed-up``, else its status (``ok``, ``within noise``, ...)."""
+    if v.status == REGRESSION:
+        return "regression"
+    if any(f.startswith("below floor") for f in v.failures):
+        return "below floor"
+    if speedup(v, rules) is not None:
+        return "suspicious speed-up"
+    return v.status
+
+
+def summary_tables(rules: GateRules, baseline: BaselineIndex | None,
+                   verdicts: Mapping[CellKey, Verdict],
+                   gone: Mapping[CellKey, str]) -> GateTables | None:
+    """The gate's outcome as tables for a markdown summary (None when not comparing): the
+    regressions, the cells below their floor, the suspicious speed-ups (those with rows),
+    then how many cells got each verdict (:data:`VERDICT_ORDER`; the baseline's cells
+    skipped now are ``missing``, those not attempted ``in the baseline, not run``).  Figures
+    in KiB/s by the clock, as the tables show them; changes as judged, as the change grid."""
+    if baseline is None:
+        return None
+    every = list(verdicts.values())
+    tables: list[SummaryTable] = []
+    regressions = [v for v in every if v.status == REGRESSION and v.failed]
+    if regressions:
+        tables.append(SummaryTable(
+            f"Regressions ({len(regressions)})",
+            ("cell", "now KiB/s", "baseline KiB/s", "change", "threshold", "tries"),
+            tuple((describe(v.measurement), kib(v.measurement.bytes_per_second),
+                   kib(v.baseline.bytes_per_second) if v.baseline else "",
+                   pct(v.change), f"{v.threshold.value:g}%" if v.threshold else "",
+                   str(len(v.tries))) for v in regressions), (1, 2, 3, 4, 5)))
+    floors = [v for v in every if v.floor is not None
+              and any(f.startswith("below floor") for f in v.failures)]
+    if floors:
+        tables.append(SummaryTable(
+            f"Below floor ({len(floors)})", ("cell", "now KiB/s", "floor KiB/s", "tries"),
+            tuple((describe(v.measurement), kib(v.measurement.bytes_per_second),
+                   f"{v.floor.value:.2f}" if v.floor else "", str(len(v.tries)))
+                  for v in floors), (1, 2, 3)))
+    fast = [(v, r) for v in every if (r := speedup(v, rules)) is not None]
+    if fast:
+        title = _speedup_title(rules, len(fast))
+        tables.append(SummaryTable(
+            title[0].upper() + title[1:],
+            ("cell", "now KiB/s", "baseline KiB/s", "change", "speed-up"),
+            tuple((describe(v.measurement), kib(v.measurement.bytes_per_second),
+                   kib(v.baseline.bytes_per_second) if v.baseline else "", pct(v.change),
+                   f"{r:.2f}x") for v, r in fast), (1, 2, 3, 4)))
+    counts = {w: 0 for w in VERDICT_ORDER}
+    for v in every:
+        word = verdict_word(v, rules)
+        counts[word] = counts.get(word, 0) + 1
+    counts["missing"] += len(gone)
+    counts["in the baseline, not run"] += len(baseline.not_run())
+    tables.append(SummaryTable("Verdicts", ("verdict", "cells"),
+                               tuple((w, str(n)) for w, n in counts.items() if n), (1,)))
+    return GateTables(gate_heading(rules, baseline), tuple(tables))

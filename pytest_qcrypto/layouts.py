@@ -28,9 +28,11 @@ from itertools import groupby
 
 from pytest_qcrypto import cryptotest_names
 from pytest_qcrypto.harness import Measurement
-from pytest_qcrypto.tables import (DEFAULT_UNIT, FAILED, MARKERS, SKIPPED, UNITS, Cell, Changes,
-                                   Table, cell_text, change_lines, header, notes, status_reason,
-                                   table_lines, verbose_block)
+from pytest_qcrypto.markdown import (markdown_changes, markdown_gate, markdown_legend,
+                                     markdown_lines)
+from pytest_qcrypto.tables import (  # noqa: F401 (cell_text, header: for a layout added here)
+    DEFAULT_UNIT, FAILED, MARKERS, SKIPPED, UNITS, Cell, Changes, GateTables, Table, cell_text,
+    change_lines, header, notes, status_reason, table_lines, verbose_block)
 
 
 @dataclass(frozen=True)
@@ -41,7 +43,10 @@ class Figures:
     asks for per-cell counts and seconds where the layout has them;
     ``changes`` maps a table's :attr:`~.tables.Table.key` to its change
     against a baseline (:class:`.tables.Changes`, or lines already drawn);
-    ``notes`` are lines after all tables (the machines of a joined report).
+    ``notes`` are lines after all tables (the machines of a joined report);
+    ``gate_tables`` the regression gate's outcome (None: not gating), which the
+    ``markdown`` layout draws after the tables (the others leave it to the
+    terminal's summary lines).
     """
 
     tables: Sequence[Table]
@@ -49,6 +54,7 @@ class Figures:
     verbose: bool = False
     changes: Mapping[tuple[str, str], Changes | Sequence[str]] = field(default_factory=dict)
     notes: Sequence[str] = ()
+    gate_tables: GateTables | None = None
 
     def changes_under(self, table: Table) -> list[str]:
         """The change grid of ``table`` as lines (none without a baseline)."""
@@ -182,57 +188,32 @@ def openssl_layout(figures: Figures) -> list[str]:
 
 # -- markdown ------------------------------------------------------------------------------------
 
-def _md(text: str) -> str:
-    return text.replace("|", "\\|")
 
-
-def _md_note(note: str) -> str:
-    """A note line as a list item, its marker (``-``, ``x``) in code so it is not a bullet."""
-    marker, _, rest = note.strip().partition(" ")
-    if marker in MARKERS.values():
-        return f"`{marker}` {_md(rest)}"
-    return _md(note.strip())
-
-
-def markdown_lines(tables: Sequence[Table], unit: str = DEFAULT_UNIT) -> list[str]:
-    """Each table as a GitHub-flavoured markdown heading, table and list of notes."""
-    lines: list[str] = []
-    for t in tables:
-        lines += [f"### {header(t, unit).removesuffix(':')}", "",
-                  "| plugin | " + " | ".join(str(s) for s in t.sizes) + " |",
-                  "| :--- |" + " ---: |" * len(t.sizes)]
-        for p in t.plugins:
-            cells = [cell_text(t.cells.get((p, s)), unit) for s in t.sizes]
-            lines.append(f"| {_md(p)} | " + " | ".join(cells) + " |")
-        extra = notes(t)
-        if extra:
-            lines.append("")
-            lines.extend(f"- {_md_note(n)}" for n in extra)
-        lines.append("")
-    return lines[:-1]
-
-
-def markdown_legend(lines: Sequence[str]) -> list[str]:
-    """Notes (a joined report's legend) as markdown: headings bold, entries a list."""
-    out: list[str] = []
-    for line in lines:
-        if line.startswith("  "):
-            out.append(f"- {_md(line.strip())}")
-        else:
-            out += ["", f"**{_md(line.rstrip(':'))}**", ""]
-    return out[1:] if out and out[0] == "" else out
-
-
-@layout("markdown", "(for a CI job summary)")
+@layout("markdown", "(for a CI job summary)", draws_changes=True)
 def markdown_layout(figures: Figures) -> list[str]:
-    lines = markdown_lines(figures.tables, figures.unit)
+    """Each table as markdown (:func:`.markdown.markdown_lines`) with its change grid as a
+    table under it, then the regression gate's tables, then the notes (a legend)."""
+    lines: list[str] = []
+    for i, t in enumerate(figures.tables):
+        grid = markdown_changes(figures.changes.get(t.key))
+        lines += ([""] if i else []) + markdown_lines([t], figures.unit) + (
+            [""] + grid if grid else [])
+    gate = markdown_gate(figures.gate_tables)
+    lines += ([""] if lines and gate else []) + gate
     return lines + ([""] + markdown_legend(figures.notes) if figures.notes else [])
 
 
 # -- csv -----------------------------------------------------------------------------------------
 
 CSV_COLUMNS = ("algorithm", "direction", "plugin", "size", "unit", "value", "count",
-               "seconds", "status", "reason")
+               "seconds", "status", "reason", "jobs")
+
+
+def _row_jobs(t: Table, plugin: str) -> str:
+    """The processes that measured a row at once (``--qcrypto-jobs``): those of its first
+    measured cell; empty when none of its cells was measured."""
+    return next((str(c.measurement.jobs) for s in t.sizes
+                 if (c := t.cells.get((plugin, s))) is not None and c.measurement is not None), "")
 
 
 def csv_lines(tables: Sequence[Table], unit: str = DEFAULT_UNIT) -> list[str]:
@@ -241,7 +222,10 @@ def csv_lines(tables: Sequence[Table], unit: str = DEFAULT_UNIT) -> list[str]:
     ``value`` is the cell in ``unit`` with two decimals, ``count`` the
     operations per round and ``seconds`` the median round's wall time; cells
     without a figure have ``status`` skipped or failed and their reason.
-    Tables joined across machines get a ``machine`` column before ``plugin``.
+    ``jobs`` is the number of processes whose summed throughput the figure is
+    (``--qcrypto-jobs``, 1 for one), for a cell without a figure its row's
+    (empty when no cell of the row has one).  Tables joined across machines get
+    a ``machine`` column before ``plugin``.
     """
     by_machine = any(t.machines for t in tables)
     columns = list(CSV_COLUMNS)
@@ -252,6 +236,7 @@ def csv_lines(tables: Sequence[Table], unit: str = DEFAULT_UNIT) -> list[str]:
     out.writerow(columns)
     for t in tables:
         for p in t.plugins:
+            jobs = _row_jobs(t, p)
             for s in t.sizes:
                 cell = t.cells.get((p, s))
                 m = cell.measurement if cell is not None else None
@@ -261,6 +246,7 @@ def csv_lines(tables: Sequence[Table], unit: str = DEFAULT_UNIT) -> list[str]:
                     row += [f"{UNITS[unit].of(m):.2f}", m.count, f"{m.median_s:.9f}", "ok", ""]
                 else:
                     row += ["", "", "", status, reason]
+                row.append(m.jobs if m is not None else jobs)
                 if by_machine:  # the row label less its machine: the same for every cell
                     machine = t.machines.get(p, "")
                     row.insert(columns.index("machine"), machine)

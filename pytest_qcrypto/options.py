@@ -29,6 +29,7 @@ import pytest
 
 from pytest_qcrypto import catalog, gate, jobs, limits, render, settings
 from pytest_qcrypto.backends import default_order
+from pytest_qcrypto.rules import parse_speedup
 
 #: The option group of ``pytest --help``.
 GROUP = ("qcrypto", "crypto speed benchmarks (pytest-qcrypto)")
@@ -220,6 +221,15 @@ OPTIONS: tuple[Option, ...] = (
            ini_help="like --qcrypto-require-same-machine.",
            help="do not judge against a baseline from another machine or other library "
                 "versions (such items pass, the summary says why; with --qcrypto-compare)."),
+    Option("--qcrypto-max-speedup", metavar="X", ini="qcrypto_max_speedup",
+           parse=parse_speedup, ini_help="default --qcrypto-max-speedup.",
+           help=f"a cell more than X times as fast as its baseline (3x or 3; default "
+                f"{gate.DEFAULT_MAX_SPEEDUP:g}x) is listed as a suspicious speed-up: the "
+                "baseline or the measurement is likely broken.  Only with --qcrypto-compare."),
+    Option("--qcrypto-strict", action="store_true", default=False, ini="qcrypto_strict",
+           ini_type="bool", ini_help="like --qcrypto-strict.",
+           help="fail a cell whose speed-up is beyond --qcrypto-max-speedup (without it, a "
+                "summary line).  Only with --qcrypto-compare."),
     Option("--qcrypto-unit", metavar="UNIT", help=_unit_help),
     Option("--qcrypto-format", metavar="FORMAT", help=_format_help),
     Option("--qcrypto-plot", action="append", metavar="PATH", help=_plot_help),

@@ -356,7 +356,8 @@ class QcryptoRun(RunSettings):
         problems = write_summary(terminalreporter, self.tables(), output, verbose,
                                  after_table=gate.after_table if gate else None,
                                  baseline=baseline_tables(gate.options.baseline if gate else None),
-                                 plotter=PLOTTER)
+                                 plotter=PLOTTER,
+                                 gate_tables=gate.summary_tables() if gate else None)
         if problems and self.session is not None and self.session.exitstatus in (
                 pytest.ExitCode.OK, pytest.ExitCode.NO_TESTS_COLLECTED):
             self.session.exitstatus = pytest.ExitCode.TESTS_FAILED

@@ -16,7 +16,8 @@ The table model is :mod:`pytest_qcrypto.tables`; the layouts (``qcrypto``,
 ``--qcrypto-format``.  Beside them: other units (:data:`UNITS`,
 ``--qcrypto-unit``).  :func:`write_summary` sends the chosen layout to the
 terminal (or, with ``--qcrypto-bare``, to standard output alone), appends
-markdown to ``$GITHUB_STEP_SUMMARY`` when that is set, and has the plots
+markdown to ``$GITHUB_STEP_SUMMARY`` when that is set (the ``markdown`` layout:
+with the change grids and the regression gate's tables when comparing), and has the plots
 written by the :class:`Plotter` it is given (``plot.PLOTTER``: this module
 never imports plot).  Nothing here imports pytest.
 """
@@ -31,12 +32,12 @@ from pathlib import PurePath
 from typing import Any
 
 from pytest_qcrypto.layouts import (  # noqa: F401 (re-exported: the layouts' own helpers)
-    CSV_COLUMNS, LAYOUTS, OPENSSL_SENTENCE, Figures, Layout, csv_lines, layout, markdown_legend,
-    markdown_lines, openssl_lines, report)
+    CSV_COLUMNS, LAYOUTS, OPENSSL_SENTENCE, Figures, Layout, csv_lines, layout, markdown_layout,
+    markdown_legend, markdown_lines, openssl_lines, report)
 from pytest_qcrypto.settings import SettingsError
 from pytest_qcrypto.tables import (  # noqa: F401 (re-exported: the table model)
-    DEFAULT_UNIT, FAILED, MARKERS, SKIPPED, UNITS, Cell, Changes, Table, Unit,
-    change_lines, header, notes, table_lines, verbose_block)
+    DEFAULT_UNIT, FAILED, MARKERS, SKIPPED, UNITS, Cell, Changes, GateTables, SummaryTable, Table,
+    Unit, change_lines, header, notes, table_lines, verbose_block)
 
 #: ``--qcrypto-format`` choices: the registered layouts' names, a live view of
 #: :data:`.layouts.LAYOUTS` (a layout registered later is a choice too).
@@ -148,7 +149,8 @@ def output_of(getoption: Callable[[str], Any], plotter: Plotter | None = None) -
 def write_summary(terminal: Any, tables: Sequence[Table], output: Output, verbose: bool,
                   after_table: Callable[[Table], Changes | Sequence[str] | None] | None = None,
                   baseline: Sequence[Table] = (), title: str = "qcrypto speed",
-                  stdout: Any = None, plotter: Plotter | None = None) -> list[str]:
+                  stdout: Any = None, plotter: Plotter | None = None,
+                  gate_tables: GateTables | None = None) -> list[str]:
     """Show the tables at the end of a run, and write the step summary and the plots.
 
     ``terminal`` is pytest's terminal reporter (``write_sep``, ``write_line``).
@@ -157,8 +159,11 @@ def write_summary(terminal: Any, tables: Sequence[Table], output: Output, verbos
     layouts that draw it (``qcrypto``) put it under each table, for the others
     it follows all tables on the terminal.  With ``output.bare`` the formatted
     lines go to ``stdout`` (default ``sys.stdout``) without a separator, and
-    only they do.  When ``$GITHUB_STEP_SUMMARY`` names a file, the markdown
-    tables are appended to it.  ``plotter`` writes ``output.plots`` (required
+    only they do.  ``gate_tables`` is the regression gate's outcome (None: not
+    gating), drawn by the ``markdown`` layout after the tables.  When
+    ``$GITHUB_STEP_SUMMARY`` names a file, the ``markdown`` layout of it all
+    (tables, change grids, the gate's tables) is appended to it, whatever the
+    format.  ``plotter`` writes ``output.plots`` (required
     when there are any: ``ValueError``); ``baseline`` tables (of a compared
     run) are drawn dashed.  A file that cannot be written is reported on the
     terminal, not raised; the problems are returned.
@@ -166,7 +171,7 @@ def write_summary(terminal: Any, tables: Sequence[Table], output: Output, verbos
     chosen = LAYOUTS[output.format]
     changes = {t.key: c for t in tables if (c := after_table(t)) is not None} \
         if after_table else {}
-    figures = Figures(tables, output.unit, verbose, changes)
+    figures = Figures(tables, output.unit, verbose, changes, gate_tables=gate_tables)
     lines = chosen.draw(figures)
     side = [] if chosen.draws_changes else [x for t in tables for x in figures.changes_under(t)]
     if output.bare:
@@ -178,7 +183,7 @@ def write_summary(terminal: Any, tables: Sequence[Table], output: Output, verbos
         side = lines + ([""] if lines and side else []) + side
     for line in side:
         terminal.write_line(line)
-    problems, plotted = write_files(tables, output, baseline, plotter=plotter)
+    problems, plotted = write_files(tables, output, baseline, plotter=plotter, figures=figures)
     for problem in problems:
         terminal.write_line(f"ERROR: {problem}", red=True)
     for path in plotted:
@@ -187,20 +192,26 @@ def write_summary(terminal: Any, tables: Sequence[Table], output: Output, verbos
 
 
 def write_files(tables: Sequence[Table], output: Output, baseline: Sequence[Table] = (),
-                text: Sequence[str] | None = None, plotter: Plotter | None = None
-                ) -> tuple[list[str], list[str]]:
+                text: Sequence[str] | None = None, plotter: Plotter | None = None,
+                figures: Figures | None = None) -> tuple[list[str], list[str]]:
     """Append to ``$GITHUB_STEP_SUMMARY`` and have ``plotter`` write every plot of
     ``output.plots``: the problems met and the plots written.
 
-    ``text`` goes under the plots of an HTML page (default: the tables as printed).
-    Raises ``ValueError`` when there are plots to write and no ``plotter``.
+    The step summary is the ``markdown`` layout of ``figures`` (default: of the
+    tables alone), less the notes: their change grids and the gate's tables when
+    comparing.  ``text`` goes under the plots of an HTML page (default: the
+    tables as printed).  Raises ``ValueError`` when there are plots to write and
+    no ``plotter``.
     """
     problems: list[str] = []
     summary = os.environ.get("GITHUB_STEP_SUMMARY")
     if summary:
+        shown = figures or Figures(tables, output.unit)
+        markdown = markdown_layout(Figures(shown.tables, output.unit, False, shown.changes,
+                                           gate_tables=shown.gate_tables))
         try:
             with open(summary, "a", encoding="utf-8") as f:
-                f.write("".join(f"{line}\n" for line in markdown_lines(tables, output.unit)))
+                f.write("".join(f"{line}\n" for line in markdown))
                 f.write("\n")
         except OSError as exc:
             problems.append(f"cannot append to GITHUB_STEP_SUMMARY {summary}: {exc}")

@@ -56,6 +56,20 @@ def parse_kib_per_s(text: object, where: str) -> float:
     return value
 
 
+def parse_speedup(text: object, where: str) -> float:
+    """A bound on speed-ups, ``3x``, ``3`` or ``2.5X`` -> ``3.0``: a finite factor above 1 (a
+    run as fast as its baseline is not suspicious)."""
+    raw = _text(text)
+    try:
+        value = decimal_number(raw.removesuffix("x").removesuffix("X"))
+    except ValueError:
+        raise SettingsError(f"{where}: {shown(raw)} is not a factor (write 3x or 3)") from None
+    if not math.isfinite(value) or value <= 1:
+        raise SettingsError(f"{where}: a speed-up bound must be a factor above 1 (3x flags "
+                            f"what is more than 3 times the baseline's figure), not {raw}")
+    return value
+
+
 def parse_whole(text: object, where: str, low: int, high: int) -> int:
     """A whole number from ``low`` to ``high`` (:func:`pytest_qcrypto.settings.whole_number`)."""
     return settings.whole_number(text, where, low, high)

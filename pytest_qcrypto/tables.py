@@ -8,7 +8,8 @@ buffer size, a :class:`Cell` at each.  Cells are the median round's
 name; every number column is two wider than the widest cell of the table.  A
 cell that was not measured shows a marker from :data:`MARKERS`, explained
 under the table (:func:`notes`).  :class:`Changes` is the grid drawn under a
-table in compare mode (:func:`change_lines`).  The layouts that turn tables
+table in compare mode (:func:`change_lines`); :class:`GateTables`, the regression gate's
+outcome as small tables of text for a markdown summary.  The layouts that turn tables
 into text are in :mod:`pytest_qcrypto.layouts`.  Nothing here imports pytest.
 """
 
@@ -180,6 +181,8 @@ def notes(table: Table) -> list[str]:
             kind = "hardware" if hw else "software" if hw is False else "hardware: unknown"
             out.append(f"  {p}: driver {driver} ({kind})")
     for p in table.plugins:
+        if p in table.machines:  # a joined report's row label says it already: xN jobs
+            continue
         jobs = sorted({c.measurement.jobs for (q, _), c in table.cells.items()
                        if q == p and c.measurement is not None} - {1}, key=str)
         for n in jobs:
@@ -236,3 +239,28 @@ def change_lines(changes: Changes | Sequence[str] | None) -> list[str]:
     return [changes.title, *grid(changes.plugins, changes.sizes, changes.texts),
             *(f"  {note}" for note in changes.notes)]
 
+
+
+# -- the gate's outcome as tables (a markdown summary) -------------------------------------------
+
+
+@dataclass(frozen=True)
+class SummaryTable:
+    """A small table of text: ``title`` (``Regressions (2)``), the ``columns``' names, the
+    ``rows`` (each a cell per column) and which columns hold numbers (``numeric``, by index:
+    right-aligned)."""
+
+    title: str
+    columns: tuple[str, ...]
+    rows: tuple[tuple[str, ...], ...]
+    numeric: tuple[int, ...] = ()
+
+
+@dataclass(frozen=True)
+class GateTables:
+    """The regression gate's outcome for a summary: ``heading``, one sentence (the baseline,
+    the threshold, the tries), then ``tables`` (regressions, cells below their floor,
+    suspicious speed-ups, the count of each verdict), those with rows only."""
+
+    heading: str
+    tables: tuple[SummaryTable, ...] = ()

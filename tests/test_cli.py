@@ -81,8 +81,10 @@ def test_passthrough_formats_and_units(pytester):
     r = qcrypto(pytester, "speed", "-D", "sha256", "-P", "hashlib", "--qcrypto-size", "16",
                 "--qcrypto-format", "csv", "--qcrypto-unit", "MB/s", *FAST)
     assert r.ret == 0, r.stderr.str()
-    assert r.outlines[0] == "algorithm,direction,plugin,size,unit,value,count,seconds,status,reason"
-    assert re.fullmatch(r"sha256,digest,hashlib,16,MB/s,\d+\.\d\d,\d+,\d+\.\d{9},ok,", r.outlines[1])
+    assert r.outlines[0] == \
+        "algorithm,direction,plugin,size,unit,value,count,seconds,status,reason,jobs"
+    assert re.fullmatch(r"sha256,digest,hashlib,16,MB/s,\d+\.\d\d,\d+,\d+\.\d{9},ok,,1",
+                        r.outlines[1])
     assert len(r.outlines) == 2
 
 

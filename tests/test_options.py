@@ -23,6 +23,8 @@ OPTIONS_BEFORE = [
     ("--qcrypto-bare", None), ("--qcrypto-jobs", "N"),
     # issue 13: cryptotest's fixed count and round trip
     ("--qcrypto-count", "N"), ("--qcrypto-roundtrip", None), ("--qcrypto-check-roundtrip", None),
+    # issue 14: suspicious speed-ups
+    ("--qcrypto-max-speedup", "X"), ("--qcrypto-strict", None),
 ]
 #: Every ini key and its type as pytest --help showed them before the table.
 INI_BEFORE = [
@@ -32,6 +34,7 @@ INI_BEFORE = [
     ("qcrypto_floors", "linelist"), ("qcrypto_confirm", "string"),
     ("qcrypto_allow_missing", "bool"), ("qcrypto_require_same_machine", "bool"),
     ("qcrypto_count", "string"),  # issue 13
+    ("qcrypto_max_speedup", "string"), ("qcrypto_strict", "bool"),  # issue 14
 ]
 
 
@@ -66,7 +69,8 @@ def test_the_table_names_each_option_and_ini_key_once():
     # + the hidden --qcrypto-command and --qcrypto-skip-unsuited-sizes
     assert len(flags) == len(set(flags)) == len(OPTIONS_BEFORE) + 2
     assert sorted(keys) == sorted(k for k, _ in INI_BEFORE)
-    assert options.BOOL_INI == ("qcrypto_allow_missing", "qcrypto_require_same_machine")
+    assert options.BOOL_INI == ("qcrypto_allow_missing", "qcrypto_require_same_machine",
+                                "qcrypto_strict")
 
 
 @pytest.mark.parametrize("args, ini, expected", [

@@ -135,11 +135,11 @@ def test_markdown_escapes_pipes_and_separates_tables():
 def test_csv_format():
     lines = csv_lines([known_table()], "kB/s")
     assert lines == [
-        "algorithm,direction,plugin,size,unit,value,count,seconds,status,reason",
-        "sha256,digest,openssl,16,kB/s,52428.80,2097152,0.640000000,ok,",
-        "sha256,digest,openssl,16384,kB/s,16384.00,1000,1.000000000,ok,",
-        "sha256,digest,pycryptodome,16,kB/s,,,,skipped,no such thing",
-        "sha256,digest,pycryptodome,16384,kB/s,8.19,1,2.000000000,ok,",
+        "algorithm,direction,plugin,size,unit,value,count,seconds,status,reason,jobs",
+        "sha256,digest,openssl,16,kB/s,52428.80,2097152,0.640000000,ok,,1",
+        "sha256,digest,openssl,16384,kB/s,16384.00,1000,1.000000000,ok,,1",
+        "sha256,digest,pycryptodome,16,kB/s,,,,skipped,no such thing,1",
+        "sha256,digest,pycryptodome,16384,kB/s,8.19,1,2.000000000,ok,,1",
     ]
     rows = list(csv.DictReader(lines))
     assert float(rows[1]["value"]) == 16384.0
@@ -147,7 +147,7 @@ def test_csv_format():
 
 def test_csv_quotes_commas():
     t = Table("sha256", "digest", "digest", ("p",), (16,), {("p", 16): Cell(None, FAILED, "a, b")})
-    assert csv_lines([t])[1] == 'sha256,digest,p,16,KiB/s,,,,failed,"a, b"'
+    assert csv_lines([t])[1] == 'sha256,digest,p,16,KiB/s,,,,failed,"a, b",'
 
 
 def test_only_the_qcrypto_format_has_a_verbose_block():
@@ -288,11 +288,11 @@ def test_joined_tables_have_a_row_per_machine_and_plugin():
         "  openssl version: a=OpenSSL 3.0, b=OpenSSL 3.4",
     ]
     assert csv_lines(tables)[:2] == [
-        "algorithm,direction,machine,plugin,size,unit,value,count,seconds,status,reason",
-        "sha256,digest,a,openssl,16,KiB/s,,,,skipped,not in this results file",
+        "algorithm,direction,machine,plugin,size,unit,value,count,seconds,status,reason,jobs",
+        "sha256,digest,a,openssl,16,KiB/s,,,,skipped,not in this results file,1",
     ]
     assert csv_lines(tables)[2] == \
-        "sha256,digest,a,openssl,16384,KiB/s,16000.00,1000,1.000000000,ok,"
+        "sha256,digest,a,openssl,16384,KiB/s,16000.00,1000,1.000000000,ok,,1"
 
 
 def test_same_machine_twice_says_so():
