@@ -323,9 +323,6 @@ def test_jobs_get_a_row_of_their_own_and_settings_differences_are_named():
         "j2/openssl x2 jobs   31.25      -",
         "  - x/run.json/openssl (size 64): not in this results file",
         "  - j2/openssl x2 jobs (size 64): not in this results file",
-        # the saved jobs reach the report as they reach a run's table (issue 13: the saved
-        # per-process times give cryptotest's -t line from a file)
-        "  j2/openssl x2 jobs: the summed throughput of 2 processes at once (--qcrypto-jobs 2)",
     ]
     assert legend[-2:] == ["differences:", "  min_time_s: x/run.json=0.1, y/run.json=0.5, j2=0.1"]
     assert [line.split(",")[2:4] for line in csv_lines(tables)[1:]] == [
