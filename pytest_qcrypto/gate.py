@@ -16,14 +16,13 @@ What a CI run gets from it:
   judged on the figure by the clock (the table's), waits for a CPU included.
 * Noise: before an item fails it is measured again (``--qcrypto-confirm``,
   default 2 more tries).  It fails only if the best try still regresses beyond
-  the threshold *and* the fastest round of that try is slower than the
-  baseline's slowest round (outside the spread of the rounds).
+  the threshold *and* the median test of every try's rounds (:mod:`.gate_stats`,
+  5% false alarms) agrees; with too few rounds for that test, the figures decide.
 
-Plain Python that never measures and never imports pytest: rule matching
-(:mod:`pytest_qcrypto.rules`), :func:`judge` (a verdict on the tries measured so far,
-or None: measure again), the baseline index, the change grid under a table as data
-and the summary lines.  The fixture runs the retry loop
-(:mod:`pytest_qcrypto.fixture`); :mod:`pytest_qcrypto.gate_plugin` is the pytest side.
+Plain Python that never measures and never imports pytest: :func:`judge` (a verdict on
+the tries so far, or None: measure again) and the baseline index.  Rule matching is
+:mod:`.rules`, the summary :mod:`.gate_summary`, the retry loop :mod:`.fixture`'s,
+the pytest side :mod:`.gate_plugin`.
 """
 
 from __future__ import annotations
@@ -34,11 +33,11 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from pytest_qcrypto import results
+from pytest_qcrypto import gate_stats, results
+from pytest_qcrypto.gate_stats import TestResult
 from pytest_qcrypto.harness import KIB, Measurement
 from pytest_qcrypto.results import Result, ResultsFile
-# the gate's rules, also reachable as gate.Rule, gate.parse_percent ...
-from pytest_qcrypto.rules import (WILDCARD, Rule, Rules, marker_floors,  # noqa: F401
+from pytest_qcrypto.rules import (WILDCARD, Rule, Rules, marker_floors,  # noqa: F401 (gate.Rule)
                                   parse_kib_per_s, parse_pattern, parse_percent, parse_whole)
 
 DEFAULT_THRESHOLD = 10.0
@@ -60,11 +59,11 @@ OK, NEW, REGRESSION, NOISE, BUSY, RECOVERED, NOT_JUDGED, GONE = (
 MARKS = {REGRESSION: "!", NOISE: "~", BUSY: "~", NOT_JUDGED: "?"}
 MARK_NOTES = {
     REGRESSION: "regression: slower than the threshold allows, on every try",
-    NOISE: "slower than the threshold on every try, but within the spread of the rounds "
-           "or only while other work kept the CPUs busy",
+    NOISE: "slower than the threshold on every try, but not beyond the rounds' noise by the "
+           f"{gate_stats.RULE} ({gate_stats.ALPHA:g} false-alarm rate) or only while other "
+           "work kept the CPUs busy",
     NOT_JUDGED: "not judged: different machine (--qcrypto-require-same-machine) or jobs",
 }
-
 
 
 # -- judging -----------------------------------------------------------------------------------
@@ -109,7 +108,8 @@ class Verdict:
     are the bytes per second judged against the baseline: the median rounds
     without those waits (a floor takes ``measurement.bytes_per_second``).
     ``failures`` are the one-line messages that fail the item (a confirmed
-    regression, a floor).
+    regression, a floor).  ``test`` is the median test against the baseline
+    (:mod:`pytest_qcrypto.gate_stats`; None: not judged against one).
     """
 
     measurement: Measurement
@@ -124,6 +124,7 @@ class Verdict:
     failures: list[str] = field(default_factory=list)
     not_judged: str = ""
     tries_text: str = ""
+    test: TestResult | None = None
 
     @property
     def wait(self) -> float | None:
@@ -147,13 +148,19 @@ class Verdict:
         return bool(self.failures)
 
     @property
+    def record(self) -> dict[str, Any] | None:
+        """The verdict's statistic as saved with its result (None: not judged by the test)."""
+        return self.test.record(self.status, self.threshold.value) if self.test and \
+            self.threshold else None
+
+    @property
+    def noise_text(self) -> str:
+        """Why a slowdown beyond the threshold passed as noise, in words."""
+        return f"only {self.test.text()}" if self.test else "not judged by the test"
+
+    @property
     def message(self) -> str:
         return "; ".join(self.failures)
-
-
-def _without_wait(rounds_s: Sequence[float], cpu_s: Sequence[float],
-                  share: float | None) -> list[float] | None:
-    return results.without_wait(rounds_s, cpu_s, share)
 
 
 def without_wait(m: Measurement, share: float | None) -> tuple[float, float]:
@@ -164,7 +171,7 @@ def without_wait(m: Measurement, share: float | None) -> tuple[float, float]:
     beyond its CPU time; the rest (a plugin sleeping, a device working) stays.
     Without ``share`` or CPU times the figures are the measured ones.
     """
-    rounds = _without_wait(m.rounds_s, m.cpu_s, share)
+    rounds = results.without_wait(m.rounds_s, m.cpu_s, share)
     if rounds is None:
         return m.bytes_per_second, fastest_round_bps(m)
     work = m.operations * m.size
@@ -291,7 +298,9 @@ def judge(tries: Sequence[Measurement], waits: Sequence[float | None], c: Criter
     v = Verdict(kept, list(tries), list(waits), figures[best], c.baseline, base_bps, c.threshold,
                 c.floor, not_judged=c.not_judged,
                 tries_text=_tries_text(tries, waits, best, c.judged))
-    _judge_baseline(v, c, figures, waits[best])
+    if c.judged and c.baseline is not None and c.threshold is not None:
+        v.test = gate_stats.test_tries(tries, waits, c.baseline, c.threshold.value)
+    _judge_baseline(v, c, figures)
     if c.below_floor(kept.bytes_per_second):
         assert c.floor is not None
         waited = _waited(kept.bytes_per_second, v.figure)
@@ -303,30 +312,32 @@ def judge(tries: Sequence[Measurement], waits: Sequence[float | None], c: Criter
     return v
 
 
-def _judge_baseline(v: Verdict, c: Criteria, figures: Sequence[float],
-                    wait: float | None) -> None:
-    """Set ``v.status`` against the baseline; a confirmed regression adds its failure."""
-    kept, baseline = v.measurement, c.baseline
+def _judge_baseline(v: Verdict, c: Criteria, figures: Sequence[float]) -> None:
+    """Set ``v.status`` against the baseline; a confirmed regression adds its failure.
+
+    Beyond the threshold on every try, the median test (``v.test``) decides; with too few
+    rounds for it to reach its false-alarm rate, the figures alone, and the message says so.
+    """
+    kept, baseline, test = v.measurement, c.baseline, v.test
     if baseline is None:
         v.status = NEW
     elif c.not_judged:
         v.status = NOT_JUDGED
     elif c.regressed(v.figure, v.base_figure):
-        assert c.threshold is not None
-        fastest, base_slowest = without_wait(kept, wait)[1], baseline_figures(baseline)[1]
-        if fastest < base_slowest:
-            v.status = REGRESSION
-            correction = _correction_text(_waited(kept.bytes_per_second, v.figure),
-                                          _waited(baseline.bytes_per_second, v.base_figure))
-            v.failures.append(
-                f"regression: {describe(kept)}: {kib(kept.bytes_per_second)} KiB/s now, "
-                f"baseline {kib(baseline.bytes_per_second)} KiB/s, change {pct(v.change)}"
-                f"{correction}, threshold {c.threshold.value:g}% ({c.threshold.source}); "
-                f"{v.tries_text}; its fastest round {kib(fastest)} KiB/s is below the "
-                f"baseline's slowest round {kib(base_slowest)} KiB/s"
-                + (" (each without its wait for a CPU)" if correction else ""))
-        else:
+        assert c.threshold is not None and test is not None
+        if test.decidable and not test.significant:
             v.status = NOISE
+            return
+        v.status = REGRESSION
+        correction = _correction_text(_waited(kept.bytes_per_second, v.figure),
+                                      _waited(baseline.bytes_per_second, v.base_figure))
+        rule = test.text(bool(correction)) if test.decidable else test.undecidable_text()
+        v.failures.append(
+            f"regression: {describe(kept)}: {kib(kept.bytes_per_second)} KiB/s now, "
+            f"baseline {kib(baseline.bytes_per_second)} KiB/s, change {pct(v.change)}"
+            f"{correction}, threshold {c.threshold.value:g}% ({c.threshold.source}); "
+            f"{v.tries_text}; {rule}"
+            + (f"; {test.noisy_text()}" if test.noisy(c.threshold.value) else ""))
     elif c.regressed(kept.bytes_per_second, baseline.bytes_per_second):
         v.status = BUSY  # slower by the clock, not once the waits for a CPU are taken out
     elif any(c.regressed(f, v.base_figure) for f in figures):

@@ -21,7 +21,7 @@ from typing import Any
 
 import pytest
 
-from pytest_qcrypto import catalog, compare, gate, results, settings
+from pytest_qcrypto import catalog, compare, gate, gate_stats, results, settings
 from pytest_qcrypto.compare import Baselines
 from pytest_qcrypto.gate import GateRules, Rule, Verdict
 from pytest_qcrypto.gate_summary import change_grid, speedup_failure, summary_lines, summary_tables
@@ -193,6 +193,11 @@ def properties(v: Verdict) -> list[tuple[str, str]]:
                   ("qcrypto_change_pct", gate.pct(v.change).rstrip("%"))]
         if v.threshold is not None:
             props.append(("qcrypto_threshold_pct", f"{v.threshold.value:g}"))
+        if v.test is not None:  # the decision rule's statistic (gate_stats)
+            props += [("qcrypto_rule", gate_stats.RULE), ("qcrypto_p_value", f"{v.test.p:.4g}"),
+                      ("qcrypto_false_alarm_rate", f"{v.test.alpha:g}"),
+                      ("qcrypto_rounds_below", f"{v.test.below}/{v.test.rounds}"),
+                      ("qcrypto_baseline_spread_pct", f"{v.test.baseline_spread * 100:.1f}")]
     if v.floor is not None:
         props.append(("qcrypto_floor_kib_per_s", f"{v.floor.value:.2f}"))
     status = "; ".join(f.partition(":")[0] for f in v.failures) or (
@@ -331,8 +336,14 @@ class GatePlugin:
 
     def summary_lines(self) -> list[str]:
         """After the tables: regressions, floors, differences, missing and new cells, the file."""
-        lines = summary_lines(self.rules, self.baseline, self.ledger.verdicts(), self.ledger.gone,
+        verdicts = self.ledger.verdicts()
+        lines = summary_lines(self.rules, self.baseline, verdicts, self.ledger.gone,
                               self.saved, self.machine_differences, self.library_difference)
+        rule = gate_stats.summary_lines(
+            [(gate.describe(v.measurement), v.test, v.threshold.value, v.status == gate.REGRESSION)
+             for v in verdicts.values() if v.test is not None and v.threshold is not None],
+            self._run_state()[0].get("rounds"), self.rules.confirm)
+        lines = lines[:-1] + rule + lines[-1:] if self.saved else lines + rule
         return lines + ([self.nothing_judged] if self.nothing_judged else [])
 
     def judged_nothing(self, session: pytest.Session) -> None:

@@ -113,7 +113,7 @@ def _status_lines(verdicts: Sequence[Verdict]) -> list[str]:
     lines = [f"not judged: {why}: {n} measurement{'s pass' if n > 1 else ' passes'} "
              "unjudged" for why, n in reasons.items()]
     lines += [f"within noise (not failed): {describe(v.measurement)}: change "
-              f"{pct(v.change)} but rounds overlap the baseline's"
+              f"{pct(v.change)} but {v.noise_text}"
               for v in verdicts if v.status == NOISE]
     lines += [f"machine busy (not failed): {describe(v.measurement)}: change "
               f"{pct(v.clock_change)} by the clock, {pct(v.change)} "

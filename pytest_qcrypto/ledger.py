@@ -46,7 +46,7 @@ class Record:
         v = self.verdict
         if v is None:
             return Result.from_measurement(self.measurement, self.test)
-        return Result.from_measurement(v.measurement, self.test, v.tries, v.wait)
+        return Result.from_measurement(v.measurement, self.test, v.tries, v.wait, v.record)
 
 
 class Ledger:

@@ -55,10 +55,10 @@ count times ``size`` over its median round.  The workers' counts add up to
 A cell appears once per ``test`` (two tests may measure the same cell; a
 test that measures it again replaces its entry): :func:`load` refuses a file
 that repeats (algorithm, canonical plugin, size, direction) for the same test.
-``tries`` (optional) lists ``bytes_per_second`` of every try when the gate
-measured a cell again.  ``machine_state`` (optional) is the load and clock
-state when measuring started: it differs between identical runs, so it is not
-part of the ``machine`` fingerprint.
+``tries`` (optional) lists ``bytes_per_second`` of every try when the gate measured a
+cell again; ``verdict`` (optional) its decision against a baseline and its statistic
+(:meth:`.gate_stats.TestResult.record`).  ``machine_state`` (optional) is the load and
+clock state when measuring started: it differs between identical runs (not fingerprint).
 
 Schema 1 is the figures-only form: ``schema_version``, optional ``machine``,
 and ``results`` whose entries carry ``algorithm``, ``plugin``, ``size``,
@@ -98,7 +98,6 @@ from pytest_qcrypto.results_model import (  # noqa: F401 (the model, re-exported
 from pytest_qcrypto.files import (  # noqa: F401
     NotARegularFile, check_writable, partial_path, real_target, write_atomic)
 from pytest_qcrypto.machine import fingerprint, machine_differences  # noqa: F401
-
 
 
 # -- writing -----------------------------------------------------------------------------------
@@ -242,6 +241,7 @@ def _result(r: object, i: int, check: _Checker) -> Result:
                       [])),
         iv=g(r, "iv", w, "a string of hex digits", lambda v: isinstance(v, str)
              and len(v) <= 128 and len(v) % 2 == 0 and not v.strip("0123456789abcdef"), ""),
+        verdict=g(r, "verdict", w, "an object", lambda v: isinstance(v, dict), None) or None,
     )
     raw = g(r, "workers", w, "a list of objects",
             lambda v: isinstance(v, list) and all(isinstance(e, dict) for e in v), [])

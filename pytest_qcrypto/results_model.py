@@ -100,13 +100,16 @@ class Result:
     cpu_wait_share: float | None = None
     workers: tuple[WorkerResult, ...] = ()
     iv: str = ""
+    verdict: Mapping[str, Any] | None = None
 
     @classmethod
     def from_measurement(cls, m: Measurement, test: str | None = None,
                          tries: Iterable[Measurement] = (),
-                         cpu_wait_share: float | None = None) -> Result:
+                         cpu_wait_share: float | None = None,
+                         verdict: Mapping[str, Any] | None = None) -> Result:
         """The saved form of ``m``; ``tries`` are all tries when the gate re-measured,
-        ``cpu_wait_share`` the share of its time off the CPU spent waiting for one."""
+        ``cpu_wait_share`` the share of its time off the CPU spent waiting for one,
+        ``verdict`` the gate's decision and its statistic (:meth:`gate_stats.TestResult.record`)."""
         every = tuple(t.bytes_per_second for t in tries)
         jobs = m.jobs
         per_iteration = catalog.OPERATIONS_PER_ITERATION.get(m.direction, 1)
@@ -118,7 +121,8 @@ class Result:
                    driver=m.driver, hardware=m.hardware, test=test,
                    tries=every if len(every) > 1 else (),
                    jobs=jobs if isinstance(jobs, int) and jobs > 0 else 1,
-                   cpu_wait_share=cpu_wait_share, workers=workers, iv=m.iv)
+                   cpu_wait_share=cpu_wait_share, workers=workers, iv=m.iv,
+                   verdict=dict(verdict) if verdict else None)
 
     @property
     def key(self) -> tuple[str, str, int, str]:
@@ -170,6 +174,8 @@ class Result:
             out["workers"] = [w.to_json() for w in self.workers]
         if self.iv:
             out["iv"] = self.iv
+        if self.verdict:
+            out["verdict"] = dict(self.verdict)
         return out
 
 

@@ -27,7 +27,7 @@ LAYERS: dict[str, int] = {
     "backends": 5, "layouts": 5,
     "registry": 6, "render": 6,
     "bench": 7, "results_model": 7,
-    "results": 8,
+    "results": 8, "gate_stats": 8,
     "gate": 9, "report": 9, "plot": 9,
     "gate_summary": 10, "compare": 10,
     # the pytest side
