@@ -19,9 +19,9 @@ import difflib
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import Any
 
-from pytest_qcrypto import results
+from pytest_qcrypto import gate, results
 from pytest_qcrypto.catalog import plural
-from pytest_qcrypto.gate import BaselineIndex, CellKey
+from pytest_qcrypto.gate import BaselineIndex, CellKey, Verdict
 from pytest_qcrypto.results import Result, ResultsFile
 from pytest_qcrypto.settings import SettingsError
 
@@ -194,3 +194,17 @@ def nothing_judged(baselines: Baselines | BaselineIndex, measured: Sequence[Cell
                 f"nothing was compared with {where}; it has: {near}")
     return (f"ERROR: qcrypto: nothing was judged: {what}; a comparison that judges nothing "
             "fails (check the algorithms, plugins and sizes asked for, or save a new baseline)")
+
+
+def none_judged(verdicts: Mapping[CellKey, Verdict]) -> str | None:
+    """The line that fails a comparison whose cells had baseline entries of which none could
+    be judged (another machine under ``--qcrypto-require-same-machine``, other
+    ``--qcrypto-jobs``); None when one was judged, or when no cell had an entry."""
+    statuses = {v.status for v in verdicts.values()}
+    if gate.NOT_JUDGED not in statuses or statuses - {gate.NOT_JUDGED, gate.NEW}:
+        return None
+    why = "; ".join(sorted({v.not_judged for v in verdicts.values() if v.not_judged}))
+    n = sum(v.status == gate.NOT_JUDGED for v in verdicts.values())
+    return (f"ERROR: qcrypto: nothing was judged: {plural(n, 'cell')} had a baseline entry, "
+            f"but none could be judged ({why}); a comparison that judges nothing fails "
+            "(compare with a baseline of the same machine and --qcrypto-jobs, or save a new one)")

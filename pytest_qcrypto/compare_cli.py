@@ -40,14 +40,14 @@ from typing import Any
 import pytest
 
 from pytest_qcrypto import catalog, compare, gate, report, results
+from pytest_qcrypto.options import BOOL_INI
 from pytest_qcrypto.compare import Baselines
 from pytest_qcrypto.gate import CellKey, GateRules, Verdict
 from pytest_qcrypto.gate_plugin import read_rules
-from pytest_qcrypto.gate_summary import change_grid, summary_lines
+from pytest_qcrypto.gate_summary import change_grid, speedup_failure, summary_lines, summary_tables
 from pytest_qcrypto.harness import Measurement
 from pytest_qcrypto.layouts import LAYOUTS, Figures
 from pytest_qcrypto.render import Output, parse_output, write_files
-from pytest_qcrypto.tables import Table
 from pytest_qcrypto.settings import SettingsError, bool_problem, ini_source
 
 OK, FAILED, USAGE_ERROR = 0, 1, 4
@@ -94,12 +94,13 @@ class _Command:
         except (SettingsError, results.ResultsError) as exc:
             sys.stderr.write(f"ERROR: {COMMAND}: {str(exc).removeprefix('--qcrypto-compare: ')}\n")
             return USAGE_ERROR
-        tables, lines, notes, status = judge_files(rules, base, current, output, self.base,
-                                                   self.current)
+        figures, lines, notes, status = judge_files(rules, base, current, output, self.base,
+                                                    self.current)
         out = self.stdout or sys.stdout
         out.write("".join(f"{line}\n" for line in lines))
         out.flush()
-        problems, _ = write_files(tables, output)  # $GITHUB_STEP_SUMMARY, as qcrypto report
+        # $GITHUB_STEP_SUMMARY, as qcrypto report: the tables, change grids and gate tables
+        problems, _ = write_files(figures.tables, output, figures=figures)
         notes += [f"ERROR: {problem}" for problem in problems]
         sys.stderr.write("".join(f"{line}\n" for line in notes))
         return FAILED if problems else status
@@ -108,7 +109,7 @@ class _Command:
 def _rules(config: pytest.Config) -> GateRules:
     """The gate's rules from pytest's configuration (:func:`.gate_plugin.read_rules`); an ini
     key of true or false with another value is a :class:`SettingsError` naming it."""
-    for name in ("qcrypto_allow_missing", "qcrypto_require_same_machine"):
+    for name in BOOL_INI:  # every true/false ini key of the option table
         try:
             config.getini(name)
         except (ValueError, TypeError, pytest.UsageError) as exc:
@@ -159,6 +160,9 @@ def verdicts_of(rules: GateRules, baselines: Baselines,
         c = gate.criteria(rules, m, names, base, None, differences)
         verdict = gate.judge([m], [r.cpu_wait_share], c, more=False)
         assert verdict is not None  # more=False: always a verdict
+        suspicious = speedup_failure(verdict, rules)  # None unless qcrypto_strict
+        if suspicious:
+            verdict.failures.append(suspicious)
         out.append(((r.algorithm, r.plugin, r.size, r.direction), verdict))
     return out
 
@@ -171,9 +175,9 @@ def _version(doc: results.ResultsFile, typed: str) -> str | None:
 
 def judge_files(rules: GateRules, base: results.ResultsFile, current: results.ResultsFile,
                 output: Output = Output(), base_name: str = "", current_name: str = ""
-                ) -> tuple[list[Table], list[str], list[str], int]:
-    """What ``qcrypto compare`` shows and its exit status (0 or 1): the tables of
-    ``current``, their lines in the
+                ) -> tuple[Figures, list[str], list[str], int]:
+    """What ``qcrypto compare`` shows and its exit status (0 or 1): the figures of
+    ``current`` (its tables, their change grids and the gate's tables), their lines in the
     ``output`` layout (with their change grids when the layout draws them), for standard
     output, and the notes, for standard error, as ``qcrypto speed`` divides them: what was
     not re-measured, the change grids the layout does not draw, the gate's summary."""
@@ -187,7 +191,8 @@ def judge_files(rules: GateRules, base: results.ResultsFile, current: results.Re
     changes = {t.key: grid for t in tables
                if (grid := change_grid(baselines.label, t.algorithm, t.direction, t.plugins,
                                        t.sizes, cells, {})) is not None}
-    figures = Figures(tables, output.unit, False, changes)
+    figures = Figures(tables, output.unit, False, changes,
+                      gate_tables=summary_tables(rules, baselines, cells, {}))
     layout = LAYOUTS[output.format]
     notes = [NOT_REMEASURED.format(current=current_name or current.path,
                                    base=base_name or base.path)]
@@ -198,7 +203,9 @@ def judge_files(rules: GateRules, base: results.ResultsFile, current: results.Re
         lambda typed, canonical: baselines.library_difference(
             typed, canonical, lambda t: _version(current, t)))
     failed = any(v.failed for _, v in judged)
-    if not baselines.seen:
-        notes.append(compare.nothing_judged(baselines, list(cells)))
+    nothing = (compare.nothing_judged(baselines, list(cells)) if not baselines.seen
+               else compare.none_judged(cells))
+    if nothing:
+        notes.append(nothing)
         failed = True
-    return tables, layout.draw(figures), notes, FAILED if failed else OK
+    return figures, layout.draw(figures), notes, FAILED if failed else OK

@@ -40,6 +40,34 @@ def _kind(mode: int) -> str:
     return next((name for test, name in kinds if test(mode)), "not a regular file")
 
 
+#: The largest file :func:`read_regular` reads (bytes): a results file of every cell of
+#: every test is far smaller.
+MAX_READ = 256 * 1024 * 1024
+
+
+def read_regular(path: Path, limit: int = MAX_READ) -> bytes:
+    """The bytes of the file ``path``, never hanging or reading without end.
+
+    Raises :class:`NotARegularFile` for a directory, a device (``/dev/zero``, ``/dev/full``)
+    or a socket, ``ValueError`` past ``limit`` bytes, ``OSError`` as ``open`` does.  A FIFO
+    or pipe (a shell's ``<(...)``) is read: opened without blocking, so one with no writer
+    reads as empty instead of waiting for one.
+    """
+    fd = os.open(path, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0))
+    try:
+        mode = os.fstat(fd).st_mode
+        if not (stat.S_ISREG(mode) or stat.S_ISFIFO(mode)):
+            raise NotARegularFile(f"{path} is {_kind(mode)}, not a regular file")
+        os.set_blocking(fd, True)
+        with os.fdopen(fd, "rb", closefd=False) as f:
+            data = f.read(limit + 1)
+    finally:
+        os.close(fd)
+    if len(data) > limit:
+        raise ValueError(f"{path} is larger than {limit // (1024 * 1024)} MiB")
+    return data
+
+
 def real_target(path: Path) -> Path:
     """``path`` with every symbolic link resolved: the file a write must replace.
 

@@ -347,18 +347,24 @@ class GatePlugin:
         return lines + ([self.nothing_judged] if self.nothing_judged else [])
 
     def judged_nothing(self, session: pytest.Session) -> None:
-        """Comparing, no cell this run measured or skipped had a baseline entry: the line that
-        says so, and exit status 1 (a run that already failed or stopped keeps its own)."""
-        if self.baseline is None or self.baseline.seen or session.exitstatus in (
+        """Comparing, no cell was judged: none this run measured or skipped had a baseline
+        entry, or every one that had could not be judged (another machine or jobs).  The line
+        that says so, and exit status 1 (also for a run that collected nothing, as a ``-k``
+        that matches no item; one that failed or stopped keeps its own)."""
+        if self.baseline is None or session.exitstatus in (
                 pytest.ExitCode.INTERRUPTED, pytest.ExitCode.INTERNAL_ERROR,
                 pytest.ExitCode.USAGE_ERROR):
             return
-        xdist = getattr(self.config.option, "numprocesses", None)
-        why = ("benchmarks are not measured under pytest-xdist: run them with -n 0"
-               if xdist else "no benchmark item ran")
-        self.nothing_judged = compare.nothing_judged(self.baseline, list(self.ledger.verdicts()),
-                                                     why)
-        if session.exitstatus == pytest.ExitCode.OK:
+        if self.baseline.seen:
+            line = compare.none_judged(self.ledger.verdicts())
+        else:
+            xdist = getattr(self.config.option, "numprocesses", None)
+            why = ("benchmarks are not measured under pytest-xdist: run them with -n 0"
+                   if xdist else "no benchmark item ran")
+            line = compare.nothing_judged(self.baseline, list(self.ledger.verdicts()), why)
+        self.nothing_judged = line or ""
+        if line and session.exitstatus in (pytest.ExitCode.OK,
+                                           pytest.ExitCode.NO_TESTS_COLLECTED):
             session.exitstatus = pytest.ExitCode.TESTS_FAILED
 
     def summary_tables(self) -> GateTables | None:

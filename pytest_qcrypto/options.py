@@ -220,7 +220,8 @@ OPTIONS: tuple[Option, ...] = (
            ini="qcrypto_require_same_machine", ini_type="bool",
            ini_help="like --qcrypto-require-same-machine.",
            help="do not judge against a baseline from another machine or other library "
-                "versions (such items pass, the summary says why; with --qcrypto-compare)."),
+                "versions (such items pass, the summary says why, and a run that judged no cell "
+                "fails; with --qcrypto-compare)."),
     Option("--qcrypto-max-speedup", metavar="X", ini="qcrypto_max_speedup",
            parse=parse_speedup, ini_help="default --qcrypto-max-speedup.",
            help=f"a cell more than X times as fast as its baseline (3x or 3; default "

@@ -34,7 +34,7 @@ from pytest_qcrypto.settings import Settings, SettingsError
 from pytest_qcrypto import limits as qtimeout
 
 #: The ini keys that take true or false (pytest's type="bool").
-BOOL_INI = ("qcrypto_allow_missing", "qcrypto_require_same_machine")
+BOOL_INI = options.BOOL_INI  # every true/false ini key of the option table
 RUN_NAME = "qcrypto-run"
 GUARD_NAME = "qcrypto-guard"
 MATRIX_NAME = "qcrypto-matrix"

@@ -88,13 +88,12 @@ from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
-from pytest_qcrypto import catalog, registry, settings, strictjson
+from pytest_qcrypto import catalog, files, registry, settings, strictjson
 from pytest_qcrypto.harness import KIB
 from pytest_qcrypto.results_model import (  # noqa: F401 (the model, re-exported)
     DIRECTIONS, FORMAT, MAX_COUNT, MAX_ROUND_S, MIN_ROUND_S, SCHEMA_VERSION, Result, ResultsError,
     ResultsFile, WorkerResult, now_utc, plugin_entries, without_wait)
-# file safety and the machine fingerprint moved to files.py and machine.py; these names stay
-# here for gate.py (which saves and compares) until it imports them from there
+# file safety and the fingerprint live in files.py and machine.py; re-exported for old callers
 from pytest_qcrypto.files import (  # noqa: F401
     NotARegularFile, check_writable, partial_path, real_target, write_atomic)
 from pytest_qcrypto.machine import fingerprint, machine_differences  # noqa: F401
@@ -394,11 +393,12 @@ def load(path: Path, canonical: Canonical | None = None) -> ResultsFile:
     """
     path = Path(path)
     try:
-        raw = path.read_bytes()
+        raw = files.read_regular(path)
     except FileNotFoundError:
         raise ResultsError(f"{path}: no such file") from None
-    except IsADirectoryError:
-        raise ResultsError(f"{path}: is a directory, not a results file") from None
+    except (IsADirectoryError, files.NotARegularFile, ValueError) as exc:
+        raise ResultsError(f"{path}: not a results file: {exc}".replace(f": {path} ", ": ")) \
+            from None
     except OSError as exc:
         raise ResultsError(f"{path}: cannot read it: {exc.strerror or exc}") from None
     if not raw.strip():

@@ -237,3 +237,49 @@ def test_compare_command_usage(capsys):
     assert "the following arguments are required: CURRENT" in capsys.readouterr().err
     assert cli.main(["compare", "a.json", "b.json", "--qcrypto-digest", "sha256"]) == USAGE
     assert "unrecognized arguments: --qcrypto-digest sha256" in capsys.readouterr().err
+
+
+# -- found by a user trial ------------------------------------------------------------------------
+
+
+def test_compare_command_fails_a_suspicious_speed_up_when_strict_and_sums_it_up(
+        fake, tmp_path, monkeypatch):
+    """qcrypto_strict failed the cells in words but exited 0; the step summary had no gate."""
+    fake_speed(fake, ns=60000)
+    save(fake, "base.json", "16,64", "--qcrypto-rounds", "5")
+    fake_speed(fake, ns=6000)  # ten times faster: the baseline or the run is broken
+    save(fake, "fast.json", "16,64", "--qcrypto-rounds", "5")
+    r = qcrypto(fake, "compare", "base.json", "fast.json")
+    assert r.ret == 0, r.stderr.str()  # flagged, not failed
+    r.stderr.fnmatch_lines(["suspicious speed-ups (2), beyond 3x the baseline (default)*"])
+    fake.makeini("[pytest]\nqcrypto_strict = true\n")
+    summary = tmp_path / "summary.md"
+    monkeypatch.setenv("GITHUB_STEP_SUMMARY", str(summary))
+    r = qcrypto(fake, "compare", "base.json", "fast.json")
+    assert r.ret == 1, r.stderr.str()
+    text = summary.read_text()
+    assert "### Regression gate" in text and "**Suspicious speed-ups (2), beyond 3x" in text, text
+    assert "| fake | +" in text  # the change grid as a markdown table
+
+
+def test_compare_command_and_option_refuse_devices_and_read_no_fifo_for_ever(fake):
+    save(fake, "base.json", "16")
+    for path in ("/dev/zero", "/dev/full"):
+        r = qcrypto(fake, "compare", path, "base.json")
+        assert r.ret == 4 and r.errlines == [
+            f"ERROR: qcrypto compare: {path}: not a results file: is a character device, not "
+            "a regular file"]
+    r = run(fake, "--qcrypto-compare=/dev/zero")
+    assert r.ret == 4
+    import os
+    os.mkfifo(fake.path / "fifo")  # no writer: read as empty at once, never waited on
+    r = qcrypto(fake, "compare", "fifo", "base.json")
+    assert r.ret == 4 and r.errlines == ["ERROR: qcrypto compare: fifo: not JSON (the file is "
+                                         "empty)"]
+
+
+def test_a_compare_that_collects_no_item_is_exit_1_not_5(fake):
+    save(fake, "base.json", "16")
+    r = run(fake, "--qcrypto-compare", "base.json", "-k", "nomatch")
+    assert r.ret == 1, r.stdout.str()
+    r.stdout.fnmatch_lines(["ERROR: qcrypto: nothing was judged: no cell was measured *"])

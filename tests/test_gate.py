@@ -655,11 +655,15 @@ def test_other_machine_and_library_are_named(fake):
                             "library differs from the baseline: fake: 'fake 0.9' (baseline) "
                             "vs 'fake 1.0' (now)"])
     r = compare(fake, "--qcrypto-require-same-machine")
-    assert r.ret == 0, r.stdout.str()
+    # issue 14: the items pass unjudged, but a compare that judged no cell fails the run
+    assert r.ret == 1, r.stdout.str()
     r.assert_outcomes(passed=3)
     r.stdout.fnmatch_lines(["fake * -*%? * -*%? * -*%?",
                             "not judged: different machine (cpu_model, fake version): 3 "
-                            "measurements pass unjudged"])
+                            "measurements pass unjudged",
+                            "ERROR: qcrypto: nothing was judged: 3 cells had a baseline entry, "
+                            "but none could be judged (different machine (cpu_model, fake "
+                            "version)); a comparison that judges nothing fails *"])
     for _, props in junit(fake).values():
         assert props["qcrypto_verdict"] == \
             "not judged: different machine (cpu_model, fake version)"
@@ -670,11 +674,12 @@ def test_library_difference_alone_leaves_items_unjudged_by_ini(fake):
     fake_speed(fake, version="fake 2.0")
     fake.makeini("[pytest]\nqcrypto_require_same_machine = true\n")
     r = compare(fake, sizes="16")
-    assert r.ret == 0, r.stdout.str()
+    assert r.ret == 1, r.stdout.str()  # issue 14: nothing judged fails the run
     r.stdout.fnmatch_lines(["library differs from the baseline: fake: 'fake 1.0' (baseline) "
                             "vs 'fake 2.0' (now)",
                             "not judged: different machine (fake version): 1 measurement "
-                            "passes unjudged"])
+                            "passes unjudged",
+                            "ERROR: qcrypto: nothing was judged: 1 cell had a baseline entry, *"])
 
 
 def test_schema_1_baseline(fake):
@@ -767,9 +772,12 @@ openssl.OpenSSLPlugin.open = sleepy_open
 def test_other_jobs_count_is_not_judged(fake):
     baseline(fake, factor=1.5, sizes="16")
     r = compare(fake, "--qcrypto-jobs", "2", sizes="16")
-    assert r.ret == 0, r.stdout.str()
+    assert r.ret == 1, r.stdout.str()  # issue 14: a compare that judged no cell fails
     r.stdout.fnmatch_lines(["not judged: different jobs (1 in the baseline, 2 now): 1 "
-                            "measurement passes unjudged"])
+                            "measurement passes unjudged",
+                            "ERROR: qcrypto: nothing was judged: 1 cell had a baseline entry, "
+                            "but none could be judged (different jobs (1 in the baseline, 2 "
+                            "now)); *"])
 
 
 def test_the_ci_example_settings_are_valid(fake):

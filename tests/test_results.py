@@ -210,10 +210,10 @@ def test_missing_directory_and_unreadable(tmp_path, monkeypatch):
     path = tmp_path / "locked.json"
     path.write_text("{}")
 
-    def denied(self):
+    def denied(path, limit=0):
         raise PermissionError(13, "Permission denied")
 
-    monkeypatch.setattr(Path, "read_bytes", denied)
+    monkeypatch.setattr(results.files, "read_regular", denied)
     with pytest.raises(ResultsError, match="locked.json: cannot read it: Permission denied"):
         results.load(path)
 
