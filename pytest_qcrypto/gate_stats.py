@@ -224,6 +224,18 @@ def summary_lines(judged: Sequence[tuple[str, TestResult, float, bool]], rounds:
             f"(with {plural(confirm, 'confirmation try', 'confirmation tries')} and a baseline "
             f"of as many rounds) to decide at its {ALPHA:g} false-alarm rate; this run has "
             f"{rounds}: a slowdown beyond the threshold fails by the figures alone")
+    if rounds is not None and rounds >= needed:  # the run has enough: has each baseline?
+        most = rounds * (1 + confirm)  # the rounds of every try a regression would get
+        thin = sorted({t.baseline_rounds for _, t, _, _ in judged
+                       if smallest_p(t.baseline_rounds, most) > ALPHA})
+        if thin:
+            lines.append(
+                f"too few rounds in the baseline for the gate's {RULE}: a baseline of "
+                f"{' or '.join(map(str, thin))} round{'' if thin == [1] else 's'} cannot reach "
+                f"its {ALPHA:g} false-alarm rate even after "
+                f"{plural(confirm, 'confirmation try', 'confirmation tries')}: a slowdown beyond "
+                f"the threshold fails by the figures alone; save the baseline with "
+                f"--qcrypto-rounds {needed} or more")
     alone = [cell for cell, test, _, failed in judged if failed and not test.decidable]
     if alone:
         lines.append(f"judged by the figures alone (too few rounds for the {RULE}): "

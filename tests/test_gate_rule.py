@@ -123,6 +123,16 @@ def test_summary_lines_of_the_rule():
         "digest",
         "baseline noisy: sha256 fake 64 B digest: rounds spread 1900%, remeasure it"]
     assert gate_stats.summary_lines([], rounds=1, confirm=2) == []
+    # found by a user trial: a 1-round baseline said nothing unless a cell regressed
+    passing = gate_stats.median_test([1.0] * 3, [1.0], 10.0)
+    assert gate_stats.summary_lines([("sha256 fake 16 B digest", passing, 10.0, False)],
+                                    rounds=3, confirm=2) == [
+        "too few rounds in the baseline for the gate's median test: a baseline of 1 round "
+        "cannot reach its 0.05 false-alarm rate even after 2 confirmation tries: a slowdown "
+        "beyond the threshold fails by the figures alone; save the baseline with "
+        "--qcrypto-rounds 2 or more"]
+    enough = gate_stats.median_test([1.0] * 3, [1.0] * 3, 10.0)
+    assert gate_stats.summary_lines([("c", enough, 10.0, False)], rounds=3, confirm=2) == []
 
 
 def test_the_verdict_is_saved_and_loads_back(tmp_path):
