@@ -467,8 +467,10 @@ def test_slow_round_is_absorbed_by_the_median(fake):
     r = compare(fake, "--qcrypto-rounds", "3", "--qcrypto-save", "now.json", sizes="64")
     assert r.ret == 0, r.stdout.str()
     [(_, props)] = junit(fake).values()
-    if props["qcrypto_tries"] == "1":  # (unless the shared machine preempted another round)
-        [entry] = json.loads((fake.path / "now.json").read_text())["results"]
+    [entry] = json.loads((fake.path / "now.json").read_text())["results"]
+    # the hiccup shows in the rounds unless the shared machine preempted other rounds too (one
+    # try, and little of its time a wait for a CPU: a CI run beside other work had 61%)
+    if props["qcrypto_tries"] == "1" and (entry.get("cpu_wait_share") or 0) < 0.2:
         rounds = entry["rounds_s"]
         assert max(rounds) > 2 * min(rounds)
         assert props["qcrypto_verdict"] in ("ok", "machine busy")
