@@ -234,6 +234,11 @@ OPTIONS: tuple[Option, ...] = (
     Option("--qcrypto-unit", metavar="UNIT", help=_unit_help),
     Option("--qcrypto-format", metavar="FORMAT", help=_format_help),
     Option("--qcrypto-plot", action="append", metavar="PATH", help=_plot_help),
+    Option("--qcrypto-model", action="store_true", default=False,
+           help="under the tables, where the time goes: for each algorithm and plugin measured "
+                "at 3 or more sizes, its cost per call and per byte (a robust line fit), the "
+                "throughput for large buffers and where another plugin is faster (also "
+                "with -v)."),
     Option("--qcrypto-bare", action="store_true", default=False,
            help="write only the results to standard output and pytest's own output to "
                 "standard error (what the qcrypto command does)."),

@@ -20,7 +20,7 @@ from typing import Any
 
 import pytest
 
-from pytest_qcrypto import catalog, gate, jobs, machine, matrix, options, settings
+from pytest_qcrypto import catalog, cost_model, gate, jobs, machine, matrix, options, settings
 from pytest_qcrypto.bench import Case, Randomness
 from pytest_qcrypto.gate_plugin import (GATE_KEY, GateOptions, GatePlugin, PluginNames,
                                         has_floor_marker, read_options, wanted)
@@ -361,8 +361,12 @@ class QcryptoRun(RunSettings):
         if problems and self.session is not None and self.session.exitstatus in (
                 pytest.ExitCode.OK, pytest.ExitCode.NO_TESTS_COLLECTED):
             self.session.exitstatus = pytest.ExitCode.TESTS_FAILED
-        # noisy figures, the machine-state warning, per-worker figures (verbose)
-        notes = machine.summary_lines(self.machine_state, self.ledger.measurements, self.jobs,
+        # where the time goes (--qcrypto-model or -v), noisy figures, the machine-state
+        # warning, per-worker figures (verbose)
+        explicit = bool(self.config.getoption("qcrypto_model"))
+        notes = cost_model.summary_lines(self.ledger.measurements, explicit) \
+            if explicit or verbose else []
+        notes += machine.summary_lines(self.machine_state, self.ledger.measurements, self.jobs,
                                       verbose)
         for line in ([""] if notes else []) + notes:
             terminalreporter.write_line(line)

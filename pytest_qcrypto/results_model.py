@@ -193,6 +193,8 @@ class ResultsFile:
     tool: dict[str, Any] = field(default_factory=dict)
     machine_state: dict[str, Any] | None = None
     path: Path | None = None
+    #: written, not read back: the run's cost-model fits (pytest_qcrypto.cost_model.Fit)
+    cost_model: list[dict[str, Any]] = field(default_factory=list)
 
     def to_json(self) -> dict[str, Any]:
         doc = {
@@ -208,6 +210,8 @@ class ResultsFile:
         }
         if self.machine_state is not None:
             doc["machine_state"] = self.machine_state
+        if self.cost_model:
+            doc["cost_model"] = self.cost_model
         return doc
 
     def plugin_entry(self, canonical: str) -> dict[str, Any] | None:

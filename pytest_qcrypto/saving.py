@@ -13,7 +13,7 @@ from typing import Any
 
 import pytest
 
-from pytest_qcrypto import results
+from pytest_qcrypto import cost_model, results
 from pytest_qcrypto.catalog import plural
 from pytest_qcrypto.results import ResultsFile
 
@@ -82,7 +82,8 @@ def save(config: pytest.Config, session: pytest.Session, exitstatus: int, ran_to
         run_settings, state = run_state()
         doc = ResultsFile(results=list(saved), machine=results.fingerprint(),
                           plugins=names.entries(saved), complete=complete,
-                          settings=run_settings, machine_state=state)
+                          settings=run_settings, machine_state=state,
+                          cost_model=[f.to_json() for f in cost_model.fit_all(saved)])
         target = results.save(path, doc)
     except OSError as exc:
         if session.exitstatus in (pytest.ExitCode.OK, pytest.ExitCode.NO_TESTS_COLLECTED):

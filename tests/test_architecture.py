@@ -23,6 +23,7 @@ LAYERS: dict[str, int] = {
     "backends.cryptodev_abi": 2, "backends.afalg_kernel": 2,
     "backends.afalg_contexts": 3, "backends.devcrypto_sessions": 3,
     "isolate": 3, "interrupts": 3, "jobs": 3, "machine": 3, "tables": 3, "rules": 3,
+    "cost_model": 3,
     "backends.*": 4, "markdown": 4,
     "backends": 5, "layouts": 5,
     "registry": 6, "render": 6,

@@ -25,6 +25,7 @@ OPTIONS_BEFORE = [
     ("--qcrypto-count", "N"), ("--qcrypto-roundtrip", None), ("--qcrypto-check-roundtrip", None),
     # issue 14: suspicious speed-ups
     ("--qcrypto-max-speedup", "X"), ("--qcrypto-strict", None),
+    ("--qcrypto-model", None),  # issue 17: where the time goes
 ]
 #: Every ini key and its type as pytest --help showed them before the table.
 INI_BEFORE = [
