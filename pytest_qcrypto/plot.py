@@ -2,8 +2,11 @@
 
 One panel per table (algorithm and direction); in each, one line per row of
 the table (a plugin, or a machine and plugin in a joined report), the buffer
-size on a log-2 axis in bytes, the cell's unit on the other axis.  Rows of a
-baseline (a compared run) are drawn dashed in the colour of the same row.
+size on a log-2 axis in bytes, the cell's unit on a log-10 axis (so 16-byte
+and 16-KiB figures, which differ a thousandfold, are both readable).  Each
+point has an error bar from its fastest to its slowest round; a cell the
+regression gate judged a regression is ringed in red.  Rows of a baseline (a
+compared run) are drawn dashed in the colour of the same row.
 The HTML page is self-contained: the plots as inline SVG (glyphs drawn as
 paths, no fonts or scripts loaded) and the tables as text.
 
@@ -19,12 +22,13 @@ import html
 import importlib.util
 import io
 import re
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from pytest_qcrypto import files
-from pytest_qcrypto.render import PLOT_SUFFIXES, UNITS, Plotter, Table
+from pytest_qcrypto.render import PLOT_SUFFIXES, UNITS, Changes, Plotter, Table
 from pytest_qcrypto.settings import SettingsError
 
 if TYPE_CHECKING:
@@ -35,6 +39,10 @@ INSTALL_HINT = "pip install 'pytest-qcrypto[plot]'"
 #: Inches per panel (width, height), and panels per row when there are more than two.
 PANEL_SIZE = (6.4, 3.6)
 COLUMNS = 2
+#: The mark a regressed cell's text ends with in the gate's change grid (``gate.MARKS``).
+REGRESSION_MARK = "!"
+#: Colour of the ring around a regressed point.
+REGRESSION_COLOUR = "red"
 
 
 class PlotError(RuntimeError):
@@ -122,15 +130,52 @@ def _points(table: Table, row: str, unit: str) -> tuple[list[int], list[float]]:
     return xs, ys
 
 
-def gid(table: Table, row: str, baseline: bool = False) -> str:
-    """The id of a line in the SVG: ``qcrypto-sha256-digest-openssl`` (``-baseline``)."""
-    text = f"qcrypto-{table.algorithm}-{table.direction}-{row}" + ("-baseline" if baseline else "")
+def _spread(table: Table, row: str, unit: str) -> tuple[list[int], list[float], list[float]]:
+    """The sizes (bytes) of one row's points with two or more real rounds, and the lowest and
+    highest value in ``unit`` of their fastest and slowest round (a figure rebuilt from saved
+    results without rounds, or one round, has no spread)."""
+    xs: list[int] = []
+    low: list[float] = []
+    high: list[float] = []
+    for size in table.sizes:
+        cell = table.cells.get((row, size))
+        m = cell.measurement if cell is not None else None
+        if m is None or m.figure_only or len(m.rounds_s) < 2:
+            continue
+        ends = [UNITS[unit].of(replace(m, rounds_s=(s,), cpu_s=()))
+                for s in (min(m.rounds_s), max(m.rounds_s))]
+        xs.append(size)
+        low.append(min(ends))
+        high.append(max(ends))
+    return xs, low, high
+
+
+def regressed(changes: Changes | Sequence[str] | None, row: str) -> set[int]:
+    """The sizes (bytes) of ``row`` that the gate's change grid marks as regressions
+    (``-12.4%!``); none for lines already drawn or no grid."""
+    if not isinstance(changes, Changes):
+        return set()
+    return {size for (p, size), text in changes.texts.items()
+            if p == row and text.endswith(REGRESSION_MARK)}
+
+
+def gid(table: Table, row: str, baseline: bool = False, kind: str = "qcrypto") -> str:
+    """The id of a line in the SVG: ``qcrypto-sha256-digest-openssl`` (``-baseline``); with
+    ``kind`` ``spread`` its error bars, ``regression`` its regression marks."""
+    text = f"{kind}-{table.algorithm}-{table.direction}-{row}" + ("-baseline" if baseline else "")
     return re.sub(r"[^A-Za-z0-9_.-]", "_", text)
 
 
 def figure(tables: Sequence[Table], unit: str = "KiB/s",
-           baseline: Sequence[Table] = ()) -> Figure:
+           baseline: Sequence[Table] = (),
+           changes: Mapping[tuple[str, str], Changes | Sequence[str]] | None = None) -> Figure:
     """A matplotlib figure (no pyplot state): one panel per table, one line per row.
+
+    The value axis is logarithmic in every unit.  Each point of this run has an
+    error bar (a vertical line, SVG group ``spread-...``) from its fastest to
+    its slowest round; ``changes`` (a table's key to the gate's change grid, as
+    :func:`pytest_qcrypto.render.write_files` passes) rings each regressed
+    point in red (group ``regression-...``, legend "regression").
 
     Raises :class:`PlotError` when there is no table or matplotlib is missing.
     """
@@ -149,11 +194,26 @@ def figure(tables: Sequence[Table], unit: str = "KiB/s",
     base = {(t.algorithm, t.direction): t for t in baseline}
     for ax, table in zip(axes, tables):
         colours: dict[str, Any] = {}
+        marked = False
         for row in table.plugins:
             xs, ys = _points(table, row, unit)
-            if xs:
-                (line,) = ax.plot(xs, ys, marker="o", label=row, gid=gid(table, row))
-                colours[row] = line.get_color()
+            if not xs:
+                continue
+            (line,) = ax.plot(xs, ys, marker="o", label=row, gid=gid(table, row))
+            colours[row] = line.get_color()
+            bx, low, high = _spread(table, row, unit)
+            if bx:
+                ax.vlines(bx, low, high, colors=colours[row], linewidth=1.5,
+                          gid=gid(table, row, kind="spread"))
+            worse = regressed((changes or {}).get(table.key), row)
+            if worse:
+                at = [(x, y) for x, y in zip(xs, ys) if x in worse]
+                ax.plot([x for x, _ in at], [y for _, y in at], linestyle="none", marker="o",
+                        markersize=13, markerfacecolor="none", markeredgewidth=2,
+                        markeredgecolor=REGRESSION_COLOUR, zorder=3,
+                        label="_nolegend_" if marked else "regression",
+                        gid=gid(table, row, kind="regression"))
+                marked = True
         old = base.get((table.algorithm, table.direction))
         for row in old.plugins if old is not None else ():
             xs, ys = _points(old, row, unit)
@@ -163,15 +223,12 @@ def figure(tables: Sequence[Table], unit: str = "KiB/s",
         ax.set_xscale("log", base=2)
         ax.set_xticks(list(table.sizes), [str(s) for s in table.sizes])
         ax.xaxis.set_minor_locator(NullLocator())
-        if UNITS[unit].faster_is_higher and unit != "ops/s":
-            ax.set_ylim(bottom=0)
-            ax.ticklabel_format(axis="y", style="plain", useOffset=False)
-        else:  # per-operation figures span decades across sizes
-            ax.set_yscale("log")
+        ax.set_yscale("log")  # figures span decades across sizes, in every unit
         ax.set_xlabel("buffer size (bytes)")
         ax.set_ylabel(_axis_label(unit))
         ax.set_title(_title(table))
         ax.grid(True, which="major", alpha=0.3)
+        ax.grid(True, which="minor", axis="y", alpha=0.1)
         if ax.lines:
             ax.legend(fontsize="small")
         else:
@@ -203,11 +260,12 @@ def html_page(fig: Figure, title: str = "qcrypto speed", text: Sequence[str] = (
 
 
 def write(path: str | Path, tables: Sequence[Table], unit: str = "KiB/s",
-          baseline: Sequence[Table] = (), text: Sequence[str] = ()) -> Path:
+          baseline: Sequence[Table] = (), text: Sequence[str] = (),
+          changes: Mapping[tuple[str, str], Changes | Sequence[str]] | None = None) -> Path:
     """Plot ``tables`` to ``path`` (.png, .svg or .html, by its suffix); the path written.
 
     The directory must exist.  ``text`` lines are shown under the plots of an
-    HTML page.  The whole file is drawn in memory, then written atomically
+    HTML page; ``changes`` mark regressions (:func:`figure`).  The whole file is drawn in memory, then written atomically
     (:func:`pytest_qcrypto.files.write_atomic`): never a half-written plot.
     Raises :class:`PlotError` (no matplotlib, nothing to plot, unknown
     suffix) or ``OSError``.
@@ -216,7 +274,7 @@ def write(path: str | Path, tables: Sequence[Table], unit: str = "KiB/s",
     suffix = path.suffix.lower()
     if suffix not in PLOT_SUFFIXES:
         raise PlotError(f"unknown plot suffix {suffix!r}: use {', '.join(PLOT_SUFFIXES)}")
-    fig = figure(tables, unit, baseline)
+    fig = figure(tables, unit, baseline, changes)
     if suffix == ".png":
         buf = io.BytesIO()
         fig.savefig(buf, format="png", dpi=100)
@@ -233,7 +291,8 @@ PLOT_PROBLEM = "qcrypto: could not write the plot"
 
 
 def write_plots(paths: Iterable[str], tables: Sequence[Table], unit: str = "KiB/s",
-                baseline: Sequence[Table] = (), text: Sequence[str] = ()
+                baseline: Sequence[Table] = (), text: Sequence[str] = (),
+                changes: Mapping[tuple[str, str], Changes | Sequence[str]] | None = None
                 ) -> tuple[list[str], list[str]]:
     """:func:`write` each of ``paths``: the problems met (one message per path that could
     not be written, as a failed ``--qcrypto-save`` says it) and the paths written."""
@@ -241,7 +300,7 @@ def write_plots(paths: Iterable[str], tables: Sequence[Table], unit: str = "KiB/
     plotted: list[str] = []
     for path in paths:
         try:
-            write(path, tables, unit, baseline, text=text)
+            write(path, tables, unit, baseline, text=text, changes=changes)
         except files.NotARegularFile as exc:  # its text names the path already
             problems.append(f"{PLOT_PROBLEM}: {exc.strerror}")
         except (OSError, PlotError) as exc:

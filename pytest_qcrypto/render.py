@@ -26,7 +26,7 @@ from __future__ import annotations
 
 import os
 import sys
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import PurePath
 from typing import Any
@@ -78,14 +78,15 @@ class Plotter:
     ``check(path)`` (a ``--qcrypto-plot`` path as typed) raises
     :class:`SettingsError` when it cannot be plotted (matplotlib missing);
     ``check_writable(path)`` the same when no file can be written there;
-    ``write(paths, tables, unit, baseline, text)`` writes every plot and
-    returns the problems met (messages) and the paths written.
+    ``write(paths, tables, unit, baseline, text, changes)`` writes every plot
+    (``changes``: the gate's change grid per table key, to mark regressions)
+    and returns the problems met (messages) and the paths written.
     """
 
     check: Callable[[str], None]
     check_writable: Callable[[str], None]
-    write: Callable[[Sequence[str], Sequence[Table], str, Sequence[Table], Sequence[str]],
-                    tuple[list[str], list[str]]]
+    write: Callable[[Sequence[str], Sequence[Table], str, Sequence[Table], Sequence[str],
+                     Mapping[tuple[str, str], Any]], tuple[list[str], list[str]]]
 
 
 # -- output options --------------------------------------------------------------
@@ -220,5 +221,6 @@ def write_files(tables: Sequence[Table], output: Output, baseline: Sequence[Tabl
     if plotter is None:
         raise ValueError("plots to write and no plotter: pass plot.PLOTTER")
     page = format_lines(tables, output.format, output.unit) if text is None else text
-    more, plotted = plotter.write(output.plots, tables, output.unit, baseline, page)
+    changes = dict(figures.changes) if figures is not None else {}
+    more, plotted = plotter.write(output.plots, tables, output.unit, baseline, page, changes)
     return problems + more, plotted

@@ -10,7 +10,7 @@ import pytest
 from conftest import FAST
 from pytest_qcrypto import plot
 from pytest_qcrypto.harness import Measurement
-from pytest_qcrypto.render import FAILED, Cell, Table
+from pytest_qcrypto.render import FAILED, Cell, Changes, Table
 from pytest_qcrypto.settings import SettingsError
 
 pytest.importorskip("matplotlib", reason="the plot extra: pip install 'pytest-qcrypto[plot]'")
@@ -384,3 +384,136 @@ def test_qcrypto_speed_and_report_write_every_plot(pytester):
                           for name in ("r.html", "r.svg")]
     assert "<svg" in (pytester.path / "r.html").read_text()
     assert (pytester.path / "r.svg").read_text().startswith("<?xml")
+
+
+# -- log axis, spread, regressions: read back from the saved SVG's elements ------------------
+
+def decades(plugin="openssl", spread=2.0):
+    """sha256 at 1000, 10000, 100000 and 1000000 KiB/s (a factor 10 per size), each with a
+    fastest round ``spread`` times faster and a slowest ``spread`` times slower than the median."""
+    sizes = (16, 64, 1024, 16384)
+    cells = {}
+    for size, kib in zip(sizes, (1e3, 1e4, 1e5, 1e6)):
+        median = 1000 * size / 1024 / kib
+        cells[(plugin, size)] = Cell(Measurement("sha256", plugin, size, "digest", 1000,
+                                                 (median / spread, median, median * spread)))
+    return Table("sha256", "digest", "digest", (plugin,), sizes, cells)
+
+
+def group(root, gid):
+    found = [g for g in root.iter(f"{SVG}g") if g.get("id") == gid]
+    assert len(found) == 1, gid
+    return found[0]
+
+
+def markers(root, gid):
+    """(x, y) of each marker drawn in the SVG group ``gid``."""
+    return [(float(u.get("x")), float(u.get("y"))) for u in group(root, gid).iter(f"{SVG}use")]
+
+
+def segments(root, gid):
+    """((x0, y0), (x1, y1)) of each two-point path in the SVG group ``gid``."""
+    out = []
+    for path in group(root, gid).iter(f"{SVG}path"):
+        numbers = [float(n) for n in re.findall(r"-?\d+(?:\.\d+)?", path.get("d"))]
+        assert len(numbers) == 4, path.get("d")
+        out.append(((numbers[0], numbers[1]), (numbers[2], numbers[3])))
+    return out
+
+
+def test_throughput_axis_is_log_in_the_svg(tmp_path):
+    path = plot.write(tmp_path / "log.svg", [decades()])
+    root = ET.fromstring(path.read_text())
+    points = markers(root, "qcrypto-sha256-digest-openssl")
+    ys = [y for _, y in points]
+    steps = [a - b for a, b in zip(ys, ys[1:])]  # each tenfold step is the same height
+    assert len(steps) == 3 and min(steps) > 20
+    assert max(steps) - min(steps) < 0.01 * max(steps)  # on a linear axis: 0.9, 9, 90 units
+    # the value ticks are labelled in powers of ten (matplotlib keeps each text as a comment)
+    commented = ET.fromstring(path.read_text(),
+                              parser=ET.XMLParser(target=ET.TreeBuilder(insert_comments=True)))
+    ticks = [g for g in commented.iter(f"{SVG}g") if re.fullmatch(r"ytick_\d+", g.get("id", ""))]
+    labels = {c.text.strip() for g in ticks for c in g.iter(ET.Comment)}
+    assert {r"$\mathdefault{10^{4}}$", r"$\mathdefault{10^{5}}$"} <= labels
+
+
+@pytest.mark.parametrize("unit", ["KiB/s", "MB/s", "ops/s", "ns/op"])
+def test_every_unit_has_a_log_value_axis(unit):
+    assert plot.figure([sha256()], unit).axes[0].get_yscale() == "log"
+
+
+def test_each_point_has_an_error_bar_from_its_fastest_to_its_slowest_round(tmp_path):
+    root = ET.fromstring(plot.write(tmp_path / "spread.svg", [decades(spread=2.0)]).read_text())
+    points = markers(root, "qcrypto-sha256-digest-openssl")
+    bars = segments(root, "spread-sha256-digest-openssl")
+    assert len(bars) == len(points) == 4
+    decade = points[0][1] - points[1][1]  # the height of a factor 10
+    for (x, y), ((x0, y0), (x1, y1)) in zip(points, bars):
+        assert x0 == x1 == pytest.approx(x)  # a vertical bar through the point
+        # from half the median's throughput (slowest round) to twice it (fastest): log10(2) of
+        # a decade on either side of the point
+        assert sorted((y0 - y, y1 - y)) == pytest.approx([-0.30103 * decade, 0.30103 * decade],
+                                                         abs=0.01)
+
+
+def test_spread_is_in_the_unit_and_absent_without_rounds():
+    one_round = Table("sha256", "digest", "digest", ("openssl",), (64,),
+                      {("openssl", 64): Cell(m("openssl", 64, 500))})
+    fig = plot.figure([decades(spread=4.0), one_round], "ns/op")
+    bars = [c for c in fig.axes[0].collections if c.get_gid() == "spread-sha256-digest-openssl"]
+    (segment, *_) = bars[0].get_segments()
+    median_ns = 1000 * 16 / 1024 / 1e3 / 1000 * 1e9  # 16 B at 1000 KiB/s, per operation
+    assert sorted(segment[:, 1]) == pytest.approx([median_ns / 4, median_ns * 4])
+    assert not fig.axes[1].collections  # one round: no spread to show
+
+
+def grid(texts, plugins=("openssl",), sizes=(16, 64, 1024, 16384)):
+    full = {(p, s): "-" for p in plugins for s in sizes} | texts
+    return {("sha256", "digest"): Changes("Change against baseline b.json (negative = slower):",
+                                          tuple(plugins), tuple(sizes), full)}
+
+
+def test_regressions_are_ringed_at_their_points_and_nothing_else(tmp_path):
+    changes = grid({("openssl", 64): "-42.0%!", ("openssl", 1024): "-30.0%~",
+                    ("openssl", 16): "+3.0%", ("openssl", 16384): "new"})
+    path = plot.write(tmp_path / "reg.svg", [decades()], baseline=[decades()], changes=changes)
+    root = ET.fromstring(path.read_text())
+    points = dict(markers(root, "qcrypto-sha256-digest-openssl"))
+    rings = markers(root, "regression-sha256-digest-openssl")
+    x64 = sorted(points)[1]
+    assert rings == [pytest.approx((x64, points[x64]))]  # at the 64-byte point, the noisy one not
+    ax = plot.figure([decades()], changes=changes).axes[0]
+    assert [t.get_text() for t in ax.get_legend().get_texts()] == ["openssl", "regression"]
+
+
+def test_without_regressions_there_is_no_mark(tmp_path):
+    for changes in (None, grid({("openssl", 64): "-4.0%"}), {("sha256", "digest"): ["lines"]}):
+        text = plot.write(tmp_path / "none.svg", [decades()], changes=changes).read_text()
+        assert 'id="regression-' not in text
+
+
+def test_a_compared_run_rings_its_regressions_in_both_plots(pytester):
+    """Two --qcrypto-plot paths (the same name, two formats): both written, from the gate's
+    verdicts (a baseline made ten times faster at 16 bytes)."""
+    import json
+
+    args = ("--qcrypto-digest", "sha256", "--qcrypto-plugin", "hashlib", "--qcrypto-size",
+            "16,1024", "--qcrypto-rounds", "3", "--qcrypto-min-time", "0.005")
+    assert pytester.runpytest(*args, "--qcrypto-save", "base.json").ret == 0
+    saved = json.loads((pytester.path / "base.json").read_text())
+    for result in saved["results"]:
+        if result["size"] == 16:
+            result["rounds_s"] = [s / 10 for s in result["rounds_s"]]
+            result["cpu_s"] = [s / 10 for s in result["cpu_s"]]
+            result["bytes_per_second"] *= 10
+    (pytester.path / "base.json").write_text(json.dumps(saved))
+    r = pytester.runpytest(*args, "--qcrypto-compare=base.json", "--qcrypto-plot", "a.png",
+                           "--qcrypto-plot", "a.svg")
+    assert r.ret == pytest.ExitCode.TESTS_FAILED  # the 16-byte cell regressed
+    assert [line for line in r.outlines if "plot written" in line] == [
+        f"qcrypto: plot written to {pytester.path / name}" for name in ("a.png", "a.svg")]
+    assert (pytester.path / "a.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+    root = ET.fromstring((pytester.path / "a.svg").read_text())
+    points = markers(root, "qcrypto-sha256-digest-hashlib")
+    assert markers(root, "regression-sha256-digest-hashlib") == [pytest.approx(points[0])]
+    assert len(segments(root, "spread-sha256-digest-hashlib")) == 2
