@@ -275,7 +275,7 @@ def test_a_tenfold_speedup_is_flagged_and_passes(fake):
 
 @pytest.mark.parametrize("how", [("--qcrypto-strict",), ("-o", "qcrypto_strict=true")])
 def test_strict_fails_a_suspicious_speedup(fake, how):
-    baseline(fake, factor=0.1)
+    baseline(fake, factor=0.03)  # 33x: a margin over what a busy machine takes away
     r = compare(fake, *how)
     assert r.ret == 1, r.stdout.str()
     r.assert_outcomes(failed=3)
@@ -291,7 +291,7 @@ def test_strict_fails_a_suspicious_speedup(fake, how):
 
 
 def test_max_speedup_from_the_ini_file_and_bad_values(fake):
-    baseline(fake, factor=0.1)
+    baseline(fake, factor=0.03)  # 33x: a margin over what a busy machine takes away
     fake.makeini("[pytest]\nqcrypto_max_speedup = 2.5x\n")
     r = compare(fake)
     r.stdout.fnmatch_lines(["suspicious speed-ups (3), beyond 2.5x the baseline "

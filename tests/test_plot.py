@@ -515,5 +515,10 @@ def test_a_compared_run_rings_its_regressions_in_both_plots(pytester):
     assert (pytester.path / "a.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
     root = ET.fromstring((pytester.path / "a.svg").read_text())
     points = markers(root, "qcrypto-sha256-digest-hashlib")
-    assert markers(root, "regression-sha256-digest-hashlib") == [pytest.approx(points[0])]
+    rings = markers(root, "regression-sha256-digest-hashlib")
+    # the 16-byte cell is ringed; on a busy shared machine the 1024-byte one may regress too,
+    # and then it is ringed at its own point, never elsewhere
+    assert rings[0] == pytest.approx(points[0]) and len(rings) <= 2
+    assert all(ring == pytest.approx(point) for ring, point in zip(rings, points))
+    assert len(rings) == 1 or "sha256 hashlib 1024 B digest" in r.stdout.str()
     assert len(segments(root, "spread-sha256-digest-hashlib")) == 2
