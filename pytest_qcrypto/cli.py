@@ -10,8 +10,10 @@
 
 ``speed`` and ``list`` turn their arguments into a pytest command line and run
 :func:`pytest.main` in this process, so the speed matrix, its checks, its
-tables and the exit code are the pytest plugin's (0: every cell measured, 1: a
-cell failed, 4: a usage error, also for one this parser finds).  ``speed``
+tables and the exit code are the pytest plugin's (:data:`EXIT_CODES`: 0 every cell
+measured, 1 a cell failed, 2 interrupted, 3 an internal error, 4 a usage error, also for
+one this parser finds).  :mod:`pytest_qcrypto.progress` adds the progress line on
+standard error, and ends an interrupted run with one line.  ``speed``
 adds ``--qcrypto-bare``: the plugin then writes the results alone to standard
 output and pytest's own lines (progress, failures) to standard error, which
 :class:`pytest_qcrypto.options.StderrTerminal` arranges; and the hidden
@@ -44,6 +46,17 @@ PASSTHROUGH = "--qcrypto-"
 COMMAND = "qcrypto"
 
 
+#: The exit codes of every ``qcrypto`` command (pytest's, :class:`pytest.ExitCode`), for -h.
+#: pytest's 5 (no tests collected) cannot come: ``speed`` always collects its matrix, and an
+#: empty one is a usage error (4) before anything runs.
+EXIT_CODES = ("Exit codes (pytest's): 0 done: every cell measured, nothing regressed; "
+              "1 a cell failed or fell below its floor, a regression (--qcrypto-compare, "
+              "compare), or a file (results, plot) could not be written; 2 interrupted "
+              "(Ctrl-C, SIGTERM): the tables of what was measured, results saved marked "
+              "incomplete; 3 an internal error of pytest or a plugin (a bug: INTERNALERROR "
+              "lines say where); 4 a usage error (a bad option, algorithm, plugin or file).")
+
+
 class UsageError(Exception):
     """A bad ``qcrypto`` command line; ``str()`` is the message."""
 
@@ -60,7 +73,7 @@ def build_parser() -> argparse.ArgumentParser:
         prog="qcrypto",
         description="Crypto speed benchmarks with QNX qcrypto's command line, run by the "
                     "pytest-qcrypto plugin.",
-        epilog="Exit codes are pytest's: 0 all measured, 1 a cell failed, 4 a usage error.")
+        epilog=EXIT_CODES)
     sub = parser.add_subparsers(dest="command", metavar="COMMAND", parser_class=_Parser)
 
     speed = sub.add_parser(
@@ -148,7 +161,9 @@ def main(argv: Sequence[str] | None = None) -> int:
         return exc.code if isinstance(exc.code, int) else 0
     if ns.command == "speed":
         # messages then send the reader to `qcrypto list` (pytest_qcrypto.options.list_hint)
-        return int(pytest.main([f"--qcrypto-command={COMMAND}", *pytest_args]))
+        from pytest_qcrypto import progress
+
+        return progress.run([f"--qcrypto-command={COMMAND}", *pytest_args])
     if ns.command == "list":
         return int(pytest.main(["--qcrypto-list", "-p", "no:cacheprovider"]))
     if ns.command == "compare":

@@ -23,8 +23,8 @@ than /dev/crypto (``devcrypto``, the default); ``--qcrypto-NAME=VALUE``
 options pass through (``--qcrypto-save=run.json``).
 
 Exit codes: 0 all measured; 1 a cell failed, or the plugin cannot run here
-(/dev/crypto missing: one line saying how to get it); 4 a bad command line,
-naming the valid choices.
+(/dev/crypto missing: one line saying how to get it); 2 interrupted; 3 an internal
+error; 4 a bad command line, naming the valid choices.
 """
 
 from __future__ import annotations
@@ -38,7 +38,7 @@ from dataclasses import dataclass
 
 import pytest
 
-from pytest_qcrypto import catalog, cryptotest_names, harness, jobs, settings
+from pytest_qcrypto import catalog, cryptotest_names, harness, jobs, progress, settings
 from pytest_qcrypto.cryptotest_names import Name
 from pytest_qcrypto.registry import Registry, RegistryError
 from pytest_qcrypto.settings import SettingsError
@@ -94,7 +94,8 @@ seconds, crypts, bytes, byte/sec, Mb/sec (2^20 bits per second).
   -b, -p     refused: no batching or kernel profiling here
   --qcrypto-NAME=VALUE   passes to the pytest plugin (--qcrypto-save=run.json)
 
-Exit codes: 0 all measured, 1 a failure or /dev/crypto missing, 4 a bad command line."""
+Exit codes: 0 all measured, 1 a failure or /dev/crypto missing, 2 interrupted (one line
+says what was measured), 3 an internal error (a bug), 4 a bad command line."""
 
 
 class UsageError(Exception):
@@ -386,7 +387,7 @@ def run(plan: Plan) -> int:
     if len({g.sizes for g in parts if g.names}) > 1:
         args.append("--qcrypto-skip-unsuited-sizes")
     outcomes = Outcomes()
-    code = int(pytest.main(args, plugins=[outcomes]))
+    code = progress.run(args, [outcomes])  # the progress line; one line if interrupted
     if code == 0 and not outcomes.measured:
         sys.stderr.write("cryptotest: nothing was measured: "
                          f"{'; '.join(outcomes.skipped[:3]) or 'no test ran'}\n")

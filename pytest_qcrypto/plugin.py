@@ -31,6 +31,7 @@ from pytest_qcrypto.fixture import FIXTURE_KEY, qcrypto, qcrypto_case, qcrypto_c
 from pytest_qcrypto.matrix import MATRIX_KEY, Matrix, RunGuard, case_of
 from pytest_qcrypto.registry import Registry, RegistryError, Selection, list_plugins  # noqa: F401
 from pytest_qcrypto.settings import Settings, SettingsError
+from pytest_qcrypto.tables import with_every_cell
 from pytest_qcrypto import limits as qtimeout
 
 #: The ini keys that take true or false (pytest's type="bool").
@@ -323,8 +324,13 @@ class QcryptoRun(RunSettings):
         return report
 
     def tables(self) -> list[Any]:
-        """One table per (algorithm, direction), in matrix order then first-seen order."""
-        return self.ledger.tables([p.typed for p in self.selections] if self.requested else [])
+        """One table per (algorithm, direction), in matrix order then first-seen order; the
+        matrix's show each of its plugins and sizes (``-`` where an interrupt left a cell)."""
+        if not self.requested:
+            return self.ledger.tables([])
+        plugins = [p.typed for p in self.selections]
+        return with_every_cell(self.ledger.tables(plugins), {c.algorithm for c in self.cases()},
+                               plugins, self.settings.sizes)
 
     @pytest.hookimpl(tryfirst=True)  # (the gate saves its file first, see gate_plugin)
     def pytest_sessionfinish(self, session: pytest.Session) -> None:

@@ -15,8 +15,8 @@ into text are in :mod:`pytest_qcrypto.layouts`.  Nothing here imports pytest.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass, field
+from collections.abc import Callable, Collection, Mapping, Sequence
+from dataclasses import dataclass, field, replace
 
 from pytest_qcrypto import catalog
 from pytest_qcrypto.harness import Measurement
@@ -83,6 +83,24 @@ class Table:
         return self.algorithm, self.direction
 
 
+
+
+def with_every_cell(tables: Sequence[Table], algorithms: Collection[str],
+                    plugins: Sequence[str], sizes: Sequence[int]) -> list[Table]:
+    """The tables, those of ``algorithms`` (a speed matrix's) with a row for each of
+    ``plugins`` and a column for each of ``sizes`` (bytes) even where no cell was measured.
+
+    A run that measured every cell changes nothing; an interrupted one shows the cells it
+    did not reach as ``-`` (:func:`status_reason`: "not measured in this run") instead of
+    leaving out their sizes and plugins.
+    """
+    out = []
+    for t in tables:
+        if t.algorithm in algorithms:
+            rows = tuple(dict.fromkeys([*plugins, *t.plugins]))
+            t = replace(t, plugins=rows, sizes=tuple(sorted({*t.sizes, *sizes})))
+        out.append(t)
+    return out
 
 
 #: The directions a kind is measured in by default: a table header names any other.

@@ -34,7 +34,7 @@ LAYERS: dict[str, int] = {
     # the pytest side
     "hookspecs": 11, "options": 11, "matrix": 11, "ledger": 11, "saving": 11,
     "fixture": 12, "gate_plugin": 12,
-    "plugin": 13, "compare_cli": 13,
+    "plugin": 13, "compare_cli": 13, "progress": 13,
     "cli": 14,
     "cryptotest": 15,
 }
