@@ -385,7 +385,8 @@ def qcrypto(request: pytest.FixtureRequest) -> Iterator[QcryptoFixture]:
     ``qcrypto.open(algorithm, plugin)`` returns a context with
     ``measure(size_bytes) -> Measurement`` (``.kib_per_s``, ``.count``,
     ``.rounds_s``); contexts close when the test ends.  Skips when the plugin is
-    unavailable or lacks the algorithm.
+    unavailable or lacks the algorithm.  ``qcrypto.measure_callable(fn, size=4096,
+    name="encrypt_record")`` times your own code, ``fn(data)``, the same way.
     """
     fixture = request.config.stash[FIXTURE_KEY](request.node)
     try:
