@@ -102,14 +102,14 @@ class CallableBench:
         call (``MeasurementTimeout``), ``isolate`` measures in a child process.  One call
         runs (and is checked by ``check``) before timing.  Raises ``ValueError`` for
         arguments outside the limits of the options (and for ``decrypt`` or ``roundtrip``:
-        a callable has one direction, ``call``), :class:`CheckError`, ``TimerError``, and
-        what ``fn`` raises.
+        a callable has one direction, ``call``; ``check_roundtrip`` is ignored),
+        :class:`CheckError`, ``TimerError``, and what ``fn`` raises.
         """
         if self.abandoned or self.closed:
             raise RuntimeError(f"{PLUGIN} {self.algorithm.name}: "
                                f"{'abandoned after a timeout' if self.abandoned else 'closed'}")
         problem = bench.argument_problem(size, min_time, rounds, count)
-        if decrypt or roundtrip or check_roundtrip:
+        if decrypt or roundtrip:  # (check_roundtrip, a run-wide option, has nothing to check)
             problem = "a callable has one direction, call: no decrypt or roundtrip"
         if problem:
             raise ValueError(problem)

@@ -120,6 +120,12 @@ def test_a_slowed_callable_fails_the_gate_and_the_same_one_passes(project):
     r.assert_outcomes(passed=3)
 
 
+def test_run_wide_direction_options_leave_a_callable_alone(project):
+    r = project.runpytest(*FAST, "--qcrypto-check-roundtrip", "--qcrypto-roundtrip")
+    assert r.ret == 0, r.stdout.str()
+    r.stdout.fnmatch_lines(["Benchmark results for 'encrypt_record' callable (KiB/s):"])
+
+
 def test_rule_patterns_name_a_callable(project):
     assert project.runpytest(*FAST, "--qcrypto-save", "base.json").ret == 0
     slow_down(project, 1.5)  # -33%
