@@ -31,6 +31,7 @@ class Kind(str, Enum):
     CIPHER = "cipher"
     AEAD = "aead"
     MAC = "mac"
+    CALLABLE = "callable"
 
     __str__ = str.__str__
     __format__ = str.__format__
@@ -51,6 +52,7 @@ class Direction(str, Enum):
     DECRYPT = "decrypt"
     MAC = "mac"
     ROUNDTRIP = "roundtrip"
+    CALL = "call"
 
     __str__ = str.__str__
     __format__ = str.__format__
@@ -63,7 +65,7 @@ class Direction(str, Enum):
 
 _VERBS = {Direction.DIGEST: "digests", Direction.ENCRYPT: "encryptions",
           Direction.DECRYPT: "decryptions", Direction.MAC: "MACs",
-          Direction.ROUNDTRIP: "round trips"}
+          Direction.ROUNDTRIP: "round trips", Direction.CALL: "calls"}
 #: What one iteration of a round trip is (saved as a round-trip measurement's ``operation``).
 ROUNDTRIP_OPERATION = ("one encryption then one decryption of one buffer with the same key "
                        "(AEADs: a fresh nonce, the decryption verifies the tag): two operations, "
@@ -93,8 +95,9 @@ class KindRules:
     ``word`` names the kind in messages (``AEAD``); ``table_word`` is the word of the
     qcrypto table header (``Benchmark results for 'sha256' digest``: AEADs are ciphers
     there); ``option`` the word of the option that selects it (``--qcrypto-cipher``,
-    ``--qcrypto-mac``).  ``directions`` are the ways it is measured, the first being the
-    default.  ``operation`` is what one timed operation is (the unit of ``count``),
+    ``--qcrypto-mac``; empty: no option, a callable).  ``directions`` are the ways it is
+    measured, the first being the default.  ``operation`` is what one timed operation is
+    (the unit of ``count``),
     ``size_means`` what the buffer size (bytes) counts.  ``keyed``: takes a key and an IV
     or nonce; ``nonce_per_operation``: each operation takes a fresh nonce from
     ``Workload.nonces`` (else the one ``Workload.iv``); ``tag``: the ciphertext carries a
@@ -144,6 +147,13 @@ RULES: dict[Kind, KindRules] = {
                    "operation, update, finalize (what openssl speed -mac does)"),
         size_means="bytes authenticated per operation", keyed=True,
         nonce_per_operation=False, tag=False, checks=(Check.MAC,)),
+    # your own code (pytest_qcrypto.callables): named by the caller, in no catalog list,
+    # chosen by no option (option ""), no known answers (an optional check of its own)
+    Kind.CALLABLE: KindRules(
+        Kind.CALLABLE, "callable", "callable", "", (Direction.CALL,),
+        operation="one call of the user's callable on `size` bytes, as the caller declares",
+        size_means="bytes the caller declares one call processes", keyed=False,
+        nonce_per_operation=False, tag=False, checks=()),
 }
 
 #: Every kind, in catalog order.
@@ -159,7 +169,8 @@ TABLE_GROUPS: dict[str, tuple[Kind, ...]] = {}
 OPTION_GROUPS: dict[str, tuple[Kind, ...]] = {}
 for _kind in KINDS:
     TABLE_GROUPS[_kind.rules.table_word] = TABLE_GROUPS.get(_kind.rules.table_word, ()) + (_kind,)
-    OPTION_GROUPS[_kind.rules.option] = OPTION_GROUPS.get(_kind.rules.option, ()) + (_kind,)
+    if _kind.rules.option:  # callables are chosen by no option
+        OPTION_GROUPS[_kind.rules.option] = OPTION_GROUPS.get(_kind.rules.option, ()) + (_kind,)
 
 # Old names, kept for callers not yet moved to the enums.
 DIGEST = Kind.DIGEST

@@ -24,11 +24,11 @@ import dataclasses
 import errno
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
-from typing import NoReturn
+from typing import Any, NoReturn
 
 import pytest
 
-from pytest_qcrypto import bench, gate, limits
+from pytest_qcrypto import bench, callables, gate, limits
 from pytest_qcrypto.backends.base import AuthenticationError, Unavailable, Unsupported
 from pytest_qcrypto.bench import BenchContext, Case, Randomness
 from pytest_qcrypto.harness import Measurement, TimerError
@@ -306,9 +306,43 @@ class QcryptoFixture:
             fail(f"timed out after {exc.seconds:g} s in {plugin} {alg.name} opening a context")
         except Exception as exc:  # a plugin bug fails this item, the run goes on
             _open_failed(f"{plugin} {alg.name}", exc)
+        return self._opened(ctx)
+
+    def _opened(self, ctx: Any) -> MeasuredContext:
         measured = MeasuredContext(ctx, self._record, self.options, self._criteria, self._meter)
         self._open.append(measured)
         return measured
+
+    def open_callable(self, fn: Callable[[bytes], Any], name: str | None = None,
+                      check: Callable[[bytes, Any], Any] | None = None) -> MeasuredContext:
+        """Your own code as a context: its ``measure(size)`` times ``fn(data)`` on ``size``
+        random bytes per call and records, saves and gates it like an algorithm's cell (row
+        ``callable``, header ``Benchmark results for 'NAME' callable (KiB/s):``; see
+        :mod:`pytest_qcrypto.callables`).  ``name`` defaults to ``fn.__name__``.  Known
+        answers do not apply; ``check(data, result) -> bool`` checks one call.  Fails the
+        test (one line) for an ``fn`` or ``check`` that is not callable, or a ``name`` that
+        is not usable or is a catalog algorithm's; a call that raises fails it too."""
+        try:
+            return self._opened(callables.CallableBench(fn, name, check, self._rng))
+        except ValueError as exc:
+            fail(f"measure_callable(): {exc}")
+
+    def measure_callable(self, fn: Callable[[bytes], Any], size: int, name: str | None = None,
+                         *, check: Callable[[bytes, Any], Any] | None = None,
+                         min_time: float | None = None, rounds: int | None = None,
+                         count: int | None = None) -> Measurement:
+        """``open_callable(fn, name, check).measure(size, ...)``: ``size`` in bytes (1 to
+        256 MiB) per call, the rest as :meth:`MeasuredContext.measure`.  Example::
+
+            def test_encrypt_record(qcrypto):
+                qcrypto.measure_callable(lambda data: encrypt_record(KEY, data), size=4096,
+                                         name="encrypt_record")
+        """
+        problem = bench.argument_problem(size, 1, 1)
+        if problem:
+            fail(f"measure_callable(): {problem}")
+        return self.open_callable(fn, name, check).measure(size, min_time=min_time,
+                                                          rounds=rounds, count=count)
 
     def close(self) -> None:
         """Close every context this fixture opened (teardown), also when one fails to close.
@@ -351,7 +385,8 @@ def qcrypto(request: pytest.FixtureRequest) -> Iterator[QcryptoFixture]:
     ``qcrypto.open(algorithm, plugin)`` returns a context with
     ``measure(size_bytes) -> Measurement`` (``.kib_per_s``, ``.count``,
     ``.rounds_s``); contexts close when the test ends.  Skips when the plugin is
-    unavailable or lacks the algorithm.
+    unavailable or lacks the algorithm.  ``qcrypto.measure_callable(fn, size=4096,
+    name="encrypt_record")`` times your own code, ``fn(data)``, the same way.
     """
     fixture = request.config.stash[FIXTURE_KEY](request.node)
     try:
@@ -374,10 +409,16 @@ def qcrypto_case(request: pytest.FixtureRequest) -> Case:
 
 
 @pytest.fixture
-def qcrypto_context(qcrypto: QcryptoFixture, qcrypto_case: Case) -> MeasuredContext:
+def qcrypto_context(request: pytest.FixtureRequest, qcrypto: QcryptoFixture,
+                    qcrypto_case: Case) -> MeasuredContext:
     """The open, keyed context of this item's (algorithm, plugin); closed at teardown.
 
     A software context, a /dev/crypto session or an AF_ALG socket.  Its
-    ``measure(size)`` checks the known-answer vectors first, then times.
+    ``measure(size)`` checks the known-answer vectors first, then times.  Under
+    ``@pytest.mark.qcrypto(callable=fn, ...)``: the callable (:meth:`QcryptoFixture.open_callable`).
     """
+    marker = request.node.get_closest_marker("qcrypto")
+    if marker is not None and "callable" in marker.kwargs:
+        return qcrypto.open_callable(marker.kwargs["callable"], qcrypto_case.algorithm,
+                                     marker.kwargs.get("check"))
     return qcrypto.open(qcrypto_case.algorithm, qcrypto_case.plugin)

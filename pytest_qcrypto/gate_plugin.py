@@ -21,7 +21,7 @@ from typing import Any
 
 import pytest
 
-from pytest_qcrypto import catalog, compare, gate, gate_stats, results, settings
+from pytest_qcrypto import callable_names, compare, gate, gate_stats, results, settings
 from pytest_qcrypto.compare import Baselines
 from pytest_qcrypto.gate import GateRules, Rule, Verdict
 from pytest_qcrypto.gate_summary import change_grid, speedup_failure, summary_lines, summary_tables
@@ -290,7 +290,7 @@ class GatePlugin:
         """
         if self.baseline is None or case is None or report.when not in ("setup", "call"):
             return
-        alg = catalog.lookup(case.algorithm)
+        alg = callable_names.lookup(case.algorithm)  # a catalog algorithm or a callable
         if alg is None:
             return
         direction = alg.direction(case.decrypt, case.roundtrip)

@@ -14,7 +14,7 @@ from dataclasses import dataclass
 
 import pytest
 
-from pytest_qcrypto import catalog
+from pytest_qcrypto import callable_names, catalog
 from pytest_qcrypto.bench import Case
 from pytest_qcrypto.gate import CellKey, Verdict
 from pytest_qcrypto.harness import Measurement
@@ -79,7 +79,7 @@ class Ledger:
 
     def mark_report(self, case: Case, report: pytest.TestReport) -> None:
         """The cell of a skipped or failed matrix or marker item, with the report's reason."""
-        alg = catalog.lookup(case.algorithm)
+        alg = callable_names.lookup(case.algorithm)  # a catalog algorithm or a callable
         if alg is not None:
             self.mark((alg.name, case.plugin, case.size, alg.direction(case.decrypt, case.roundtrip)),
                       SKIPPED if report.skipped else FAILED, _reason(report))
@@ -115,7 +115,7 @@ class Ledger:
             grouped.setdefault((alg, direction), {})[(plugin, size)] = cell
         out = []
         for (alg_name, direction), cells in grouped.items():
-            alg = catalog.lookup(alg_name)
+            alg = callable_names.lookup(alg_name)
             assert alg is not None
             plugins = tuple(p for p in order if any(q == p for q, _ in cells))
             sizes = tuple(sorted({s for _, s in cells}))

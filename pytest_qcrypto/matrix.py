@@ -19,7 +19,7 @@ from typing import Any, Protocol
 
 import pytest
 
-from pytest_qcrypto import catalog, settings
+from pytest_qcrypto import callables, catalog, settings
 from pytest_qcrypto.bench import Case
 from pytest_qcrypto.catalog import Algorithm
 from pytest_qcrypto.interrupts import Interrupts
@@ -132,8 +132,13 @@ def _nothing_to_measure(run: Run, option: str, kinds: tuple[str, ...]) -> str:
 
 def marker_cases(run: Run, marker: pytest.Mark) -> list[Case]:
     """Cases of ``@pytest.mark.qcrypto(algorithms, plugins=None, sizes=None, decrypt=False,
-    roundtrip=False)``."""
+    roundtrip=False)``, or of ``@pytest.mark.qcrypto(callable=fn, sizes=None, name=None,
+    check=None)``: your own code (:mod:`pytest_qcrypto.callables`), one case per size in
+    the row ``callable``, named ``name`` (default ``fn.__name__``); the test measures it as an
+    algorithm, ``qcrypto_context.measure(qcrypto_case.size)``.  ``floor=`` applies to both."""
     kwargs = dict(marker.kwargs)
+    if "callable" in kwargs:
+        return _callable_cases(run, kwargs, list(marker.args))
     names = list(marker.args) + settings.split_list(_as_list(kwargs.pop("algorithms", [])))
     algorithms: list[Algorithm] = settings.parse_algorithms(
         names, (catalog.DIGEST, catalog.CIPHER, catalog.AEAD), "algorithms")
@@ -156,6 +161,23 @@ def marker_cases(run: Run, marker: pytest.Mark) -> list[Case]:
         raise SettingsError(f"unknown marker arguments: {', '.join(kwargs)}")
     return [Case(a.name, s.typed, size, decrypt and a.can_decrypt, roundtrip and a.can_roundtrip)
             for a, s, size in product(algorithms, selections, sizes_t)]
+
+
+def _callable_cases(run: Run, kwargs: dict[str, Any], args: list[Any]) -> list[Case]:
+    fn, name, check = kwargs.pop("callable"), kwargs.pop("name", None), kwargs.pop("check", None)
+    problem = callables.callable_problem(fn, name, check)
+    if problem:
+        raise SettingsError(f"callable=: {problem}")
+    sizes = kwargs.pop("sizes", None)
+    sizes_t = (settings.parse_sizes([_size_text(s) for s in _as_list(sizes)], "sizes")
+               if sizes is not None else run.settings.sizes)
+    if "floor" in kwargs:
+        marker_floors(kwargs.pop("floor"), "floor")
+    if args or kwargs:
+        raise SettingsError(f"{', '.join(list(kwargs) or ['algorithms'])}: not with callable= "
+                            "(it takes sizes, name, check and floor)")
+    name = callables.default_name(fn) if name is None else name
+    return [Case(name, callables.PLUGIN, size) for size in sizes_t]
 
 
 class Matrix:

@@ -76,9 +76,9 @@ def pytest_cmdline_main(config: pytest.Config) -> int | None:
 def pytest_configure(config: pytest.Config) -> None:
     config.addinivalue_line(
         "markers",
-        "qcrypto(algorithms, plugins=None, sizes=None, decrypt=False): parametrize a test over "
-        "algorithm x crypto plugin x buffer size; it gets the qcrypto_case and "
-        "qcrypto_context fixtures.")
+        "qcrypto(algorithms, plugins=None, sizes=None, decrypt=False), or qcrypto(callable=fn, "
+        "sizes=None, name=None): parametrize a test over algorithm x crypto plugin x buffer "
+        "size (or your callable x size); it gets the qcrypto_case and qcrypto_context fixtures.")
     run = QcryptoRun(config)
     try:
         run.check()

@@ -120,8 +120,9 @@ def saved_tables(rows: Iterable[tuple[str, Any]],
     tables = []
     for (name, direction), cells in grouped.items():
         alg = catalog.lookup(name)
-        kind = alg.table_kind if alg is not None else (
-            "digest" if direction == "digest" else "cipher")
+        kind = alg.table_kind if alg is not None else next(  # the first kind of its direction
+            (k.rules.table_word for k in catalog.KINDS if direction in k.rules.directions),
+            "cipher")
         labels = tuple(order[(name, direction)])
         tables.append(Table(alg.name if alg else name, kind, direction, labels,
                             tuple(sorted({s for _, s in cells})), cells,

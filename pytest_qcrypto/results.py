@@ -32,7 +32,8 @@ dashboards read them) and only change with ``schema_version``::
       ],                                # with --qcrypto-jobs N > 1 an entry also has
                                         # "workers": [{"count": 2048, "rounds_s": [...],
                                         #   "cpu_s": [...], "bytes_per_second": 1.0e9}, ...]
-      "machine_state": {"load": [0.1, 0.2, 0.2], ...}   # optional, see machine.py
+      "machine_state": {"load": [0.1, 0.2, 0.2], ...},  # optional, see machine.py
+      "source": {"git_commit": "4affb20...", "git_dirty": false}  # optional: source_tree.py
     }
 
 ``bytes_per_second`` is ``count * size`` over the median of ``rounds_s``
@@ -88,7 +89,7 @@ from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
-from pytest_qcrypto import catalog, files, registry, settings, strictjson
+from pytest_qcrypto import catalog, files, registry, settings, source_tree, strictjson
 from pytest_qcrypto.harness import KIB
 from pytest_qcrypto.results_model import (  # noqa: F401 (the model, re-exported)
     DIRECTIONS, FORMAT, MAX_COUNT, MAX_ROUND_S, MIN_ROUND_S, SCHEMA_VERSION, Result, ResultsError,
@@ -341,14 +342,13 @@ def parse(doc: object, path: Path, canonical: Canonical | None = None) -> Result
                          f"whole number in a results file has at most {strictjson.MAX_DIGITS} "
                          "digits")
     return ResultsFile(
-        results=entries,
-        machine=machine, plugins=plugins, complete=complete,
-        created=str(doc.get("created", "")),
+        results=entries, machine=machine, plugins=plugins, complete=complete,
+        created=str(doc.get("created", "")), schema_version=doc["schema_version"],
         settings=doc.get("settings") if isinstance(doc.get("settings"), dict) else {},
-        schema_version=doc["schema_version"],
         tool=doc.get("tool") if isinstance(doc.get("tool"), dict) else {},
         machine_state=g(doc, "machine_state", "", "an object or null",
                         lambda v: v is None or isinstance(v, dict), None),
+        source=g(doc, "source", "", source_tree.WHAT, source_tree.valid, None),
         path=path)
 
 

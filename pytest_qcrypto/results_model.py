@@ -193,6 +193,8 @@ class ResultsFile:
     tool: dict[str, Any] = field(default_factory=dict)
     machine_state: dict[str, Any] | None = None
     path: Path | None = None
+    #: the git commit of the tree measured and whether it had changes (source_tree.py)
+    source: dict[str, Any] | None = None
     #: written, not read back: the run's cost-model fits (pytest_qcrypto.cost_model.Fit)
     cost_model: list[dict[str, Any]] = field(default_factory=list)
 
@@ -212,6 +214,8 @@ class ResultsFile:
             doc["machine_state"] = self.machine_state
         if self.cost_model:
             doc["cost_model"] = self.cost_model
+        if self.source is not None:
+            doc["source"] = self.source
         return doc
 
     def plugin_entry(self, canonical: str) -> dict[str, Any] | None:

@@ -15,7 +15,7 @@ import math
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 
-from pytest_qcrypto import catalog, settings
+from pytest_qcrypto import callable_names, catalog, settings
 from pytest_qcrypto.settings import SettingsError, decimal_number, shown
 
 WILDCARD = "*"
@@ -100,6 +100,10 @@ class Rule:
 def parse_pattern(pattern: str, where: str) -> tuple[str | None, str | None, int | None]:
     """``sha256:openssl:4096`` -> ``("sha256", "openssl", 4096)``; ``*`` -> None.
 
+    ALGORITHM is a catalog name (any alias, as canonical) or the name of a callable
+    (``encrypt_record:*:4096``, as given: :mod:`pytest_qcrypto.callable_names`); a name that
+    is neither, or too close to a catalog name to be a callable's, is unknown.
+
     A plugin name may itself hold a colon (``afalg:sha256-generic``): with three
     or more fields, the last is the size when it is a number or ``*``.
     """
@@ -118,7 +122,7 @@ def parse_pattern(pattern: str, where: str) -> tuple[str | None, str | None, int
             plugin_text = ":".join(parts[1:])
     algorithm = None
     if alg_text != WILDCARD:
-        alg = catalog.lookup(alg_text)
+        alg = callable_names.lookup(alg_text)  # a catalog algorithm or a callable's name
         if alg is None:
             close = catalog.suggest(alg_text, (catalog.DIGEST, catalog.CIPHER, catalog.AEAD))
             hint = f"; did you mean {', '.join(close)}?" if close else ""

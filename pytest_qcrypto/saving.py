@@ -13,7 +13,7 @@ from typing import Any
 
 import pytest
 
-from pytest_qcrypto import cost_model, results
+from pytest_qcrypto import callable_names, cost_model, results, source_tree
 from pytest_qcrypto.catalog import plural
 from pytest_qcrypto.results import ResultsFile
 
@@ -46,7 +46,8 @@ class PluginNames:
 
     def entries(self, saved: Sequence[results.Result]) -> dict[str, dict[str, Any]]:
         """The results file's ``plugins``: each typed plugin's entry and its drivers."""
-        typed = list(dict.fromkeys(r.plugin for r in saved))
+        typed = list(dict.fromkeys(r.plugin for r in saved  # a callable's row is no plugin
+                                   if r.plugin != callable_names.PLUGIN))
         if not typed:
             return {}
         entries = results.plugin_entries(typed, self._registry().resolve, saved)
@@ -83,7 +84,8 @@ def save(config: pytest.Config, session: pytest.Session, exitstatus: int, ran_to
         doc = ResultsFile(results=list(saved), machine=results.fingerprint(),
                           plugins=names.entries(saved), complete=complete,
                           settings=run_settings, machine_state=state,
-                          cost_model=[f.to_json() for f in cost_model.fit_all(saved)])
+                          cost_model=[f.to_json() for f in cost_model.fit_all(saved)],
+                          source=source_tree.git_source(config.rootpath))
         target = results.save(path, doc)
     except OSError as exc:
         if session.exitstatus in (pytest.ExitCode.OK, pytest.ExitCode.NO_TESTS_COLLECTED):

@@ -19,6 +19,7 @@ LAYERS: dict[str, int] = {
     # the core: plain Python, never pytest
     "catalog": 0,
     "settings": 1, "strictjson": 1, "cryptotest_names": 1, "procs": 1, "files": 1, "backends.base": 1,
+    "callable_names": 1, "source_tree": 1,
     "known_answers": 2, "harness": 2, "limits": 2,
     "backends.cryptodev_abi": 2, "backends.afalg_kernel": 2,
     "backends.afalg_contexts": 3, "backends.devcrypto_sessions": 3,
@@ -29,6 +30,7 @@ LAYERS: dict[str, int] = {
     "registry": 6, "render": 6,
     "bench": 7, "results_model": 7,
     "results": 8, "gate_stats": 8,
+    "callables": 8,
     "gate": 9, "report": 9, "plot": 9,
     "gate_summary": 10, "compare": 10,
     # the pytest side
