@@ -433,3 +433,26 @@ def test_threads_run_in_the_isolated_child(pytester):
                            *FAST)
     r.assert_outcomes(passed=1)
     r.stdout.re_match_lines([r"^  hashlib 64 bytes: threads 2: \d+\.\dx of one thread"])
+
+
+#: A plugin test double whose contexts after the first give another digest.
+ODD_CONTEXTS = SLEEPER.format(locked=False).replace(
+    "    def digest(self, data):\n        return hashlib.sha256(data).digest()",
+    "    opened = 0\n"
+    "    def __init__(self, algorithm, key):\n"
+    "        super().__init__(algorithm, key)\n"
+    "        SleepyContext.opened += 1\n"
+    "        self.odd = SleepyContext.opened > 1\n"
+    "    def digest(self, data):\n"
+    "        if self.odd and len(data) == 64:  # the known answers pass, the buffer does not\n"
+    "            return bytes(32)\n"
+    "        return hashlib.sha256(data).digest()")
+
+
+def test_each_threads_context_is_checked_before_any_is_timed(pytester):
+    pytester.makeconftest(ODD_CONTEXTS)
+    r = pytester.runpytest("--qcrypto-digest", "sha256", "--qcrypto-plugin", "sleepy",
+                           "--qcrypto-size", "64", "--qcrypto-threads", "2", *FAST)
+    r.assert_outcomes(failed=1)
+    r.stdout.fnmatch_lines(["*sleepy sha256: a thread's context gave another digest of the "
+                            "64-byte benchmark buffer than the item's context*"])
