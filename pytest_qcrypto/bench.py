@@ -182,8 +182,7 @@ class BenchContext:
         of them, each round the common window, and ``jobs`` and ``workers``
         hold the number of processes and the per-worker figures; ``JobsError``
         when a worker fails.  More ``jobs`` than :func:`pytest_qcrypto.jobs.max_jobs` raises ``ValueError``
-        before anything runs.  ``threads`` > 1: in one thread, then in that many at once, each its
-        own context (:mod:`pytest_qcrypto.threads`); ``ThreadsError`` as ``JobsError``.
+        before anything runs.  ``threads`` > 1: :mod:`pytest_qcrypto.threads` (``ThreadsError``).
 
         ``timeout`` (seconds, None: no limit) bounds the whole call, known
         answers included: past it, raises ``MeasurementTimeout`` and, when
@@ -337,7 +336,8 @@ def _measure_here(bench: BenchContext, size: int, way: _Way, min_time: float, ro
         canonical_plugin=bench.selection.canonical, operation=(catalog.ROUNDTRIP_OPERATION if roundtrip else alg.operation),
         driver=ctx.driver, hardware=ctx.hardware,
         jobs=jobs if jobs > 1 else 1, workers=workers, calibration_note=timing.note,
-        iv=bytes(first_iv).hex(), threads=threads, one_thread_bps=one_thread)
+        iv=bytes(first_iv).hex(), threads=threads, one_thread_bps=one_thread,
+        threads_cpu_wait=getattr(timing, "cpu_wait", None))
 
 
 def checked_roundtrip_runner(typed: str, alg: Algorithm, ctx: Context,

@@ -13,8 +13,11 @@ says whether the plugin lets the threads run at once:
 * in between: ``the GIL is partly released`` (released for part of the work: hashlib
   releases it only for buffers of at least 2048 bytes, a mix of sizes does this).
 
-With a single CPU the threads can only take turns whatever the lock does: a ratio below
-1.3x is then ``one CPU: cannot tell whether the GIL is released``.  The CPUs are those this
+A ratio below 1.3x says nothing when the threads could not have run side by side anyway:
+when they waited :data:`BUSY_WAIT` (20%) or more of their time for a CPU held by other work
+(Linux schedstat; a thread waiting for the GIL sleeps, it does not wait for a CPU), the line
+says so and ``cannot tell whether the GIL is released``; with a single CPU, ``one CPU:
+cannot tell whether the GIL is released``.  The CPUs are those this
 process may run on (its affinity mask), so a report of another machine's results judges by
 this machine's CPUs.  Nothing here imports pytest.
 """
@@ -28,6 +31,9 @@ from typing import Any
 HELD_BELOW = 1.3
 #: N threads at least this share of min(N, CPUs) times one thread's figure: side by side.
 RELEASED_SHARE = 0.6
+#: Threads that waited this share of their time for a CPU held by other work (Linux
+#: schedstat) and did not scale: the machine was busy, so the ratio cannot tell.
+BUSY_WAIT = 0.2
 
 
 def usable_cpus() -> int:
@@ -37,10 +43,14 @@ def usable_cpus() -> int:
     return os.cpu_count() or 1
 
 
-def verdict(ratio: float, threads: int, cpus: int) -> str:
+def verdict(ratio: float, threads: int, cpus: int, wait: float | None = None) -> str:
     """The words in brackets for ``threads`` threads at ``ratio`` times one thread's figure
-    on ``cpus`` CPUs (see the module's docstring for the thresholds)."""
+    on ``cpus`` CPUs, whose threads waited the share ``wait`` of their time for a CPU held
+    by other work (None: not known); see the module's docstring for the thresholds."""
     if ratio < HELD_BELOW:
+        if wait is not None and wait >= BUSY_WAIT:
+            return (f"the threads waited {wait * 100:.0f}% of their time for a CPU held by "
+                    "other work: cannot tell whether the GIL is released")
         return ("the GIL is held" if cpus > 1
                 else "one CPU: cannot tell whether the GIL is released")
     if ratio >= RELEASED_SHARE * min(threads, cpus):
@@ -57,7 +67,7 @@ def scaling(m: Any, cpus: int | None = None) -> str | None:
         return None
     ratio = m.bytes_per_second / one
     return (f"threads {m.threads}: {ratio:.1f}x of one thread "
-            f"({verdict(ratio, m.threads, cpus or usable_cpus())})")
+            f"({verdict(ratio, m.threads, cpus or usable_cpus(), m.threads_cpu_wait)})")
 
 
 def table_notes(table: Any) -> list[str]:

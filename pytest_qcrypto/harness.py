@@ -129,6 +129,8 @@ class Measurement:
     #: each thread's part) and the bytes per second of the same cell in one thread
     threads: int = field(default=1, compare=False)
     one_thread_bps: float | None = field(default=None, compare=False)
+    #: of the threads' time, the share they waited for a CPU held by other work (None: unknown)
+    threads_cpu_wait: float | None = field(default=None, compare=False)
 
     @property
     def operations(self) -> int:

@@ -51,7 +51,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from pytest_qcrypto import catalog, harness, jobs, known_answers, settings
+from pytest_qcrypto import catalog, harness, jobs, known_answers, machine, settings
 from pytest_qcrypto.backends.base import Context, Runner
 from pytest_qcrypto.jobs import Clocks, JobsError, WorkerRound
 from pytest_qcrypto.settings import SettingsError
@@ -76,9 +76,21 @@ class ThreadsTiming(jobs.JobsTiming):
     """What :func:`time_threads` found: as :class:`pytest_qcrypto.jobs.JobsTiming` (``count`` the
     operations of all threads in one round, ``rounds_s`` each round's common window,
     ``cpu_s`` the threads' summed CPU seconds, ``workers[t][r]`` what thread ``t`` did in
-    round ``r``), and ``one_thread``, the same cell measured in one thread (never None)."""
+    round ``r``), and ``one_thread``, the same cell measured in one thread (never None).
+    ``cpu_wait`` is the median round's share of the threads' time (N x the window) that they
+    waited for a CPU (:func:`cpu_wait_share`; None where not known)."""
 
     one_thread: harness.Timing | None = None
+    cpu_wait: float | None = None
+
+
+@dataclass(frozen=True)
+class ThreadRound(WorkerRound):
+    """One thread's part of one round (:class:`pytest_qcrypto.jobs.WorkerRound`), and
+    ``wait_ns``, the time it was ready to run but waited for a CPU held by other work
+    (Linux schedstat, :func:`pytest_qcrypto.machine.cpu_wait_s`; None elsewhere)."""
+
+    wait_ns: int | None = None
 
 
 #: Runs ``rounds`` barrier-started rounds of ``count`` operations, one thread per runner, and
@@ -196,11 +208,26 @@ def _threaded(runs: Sequence[Runner], one: harness.Timing, count: int | None, ro
             if 0 < shortest < min_ns * harness.SHORT_ROUND else ""
     total, windows, cpus = jobs.aggregate(workers)
     return ThreadsTiming(total, windows, cpus, tuple(tuple(w) for w in workers),
-                         recalibrations, note, one)
+                         recalibrations, note, one, cpu_wait_share(workers))
+
+
+def cpu_wait_share(workers: Sequence[Sequence[WorkerRound]]) -> float | None:
+    """Per round, the threads' summed wait for a CPU (:attr:`ThreadRound.wait_ns`) over N x
+    the round's common window; the median of the rounds.  None when a thread's wait is not
+    known.  A share near 0: the threads either ran or slept (waiting for the GIL is a sleep);
+    a large one: other work held the CPUs, and the ratio to one thread says little."""
+    shares = []
+    for rnd in zip(*workers):
+        waits = [getattr(r, "wait_ns", None) for r in rnd]
+        window = max(r.end_ns for r in rnd) - min(r.start_ns for r in rnd)
+        if any(w is None for w in waits) or window <= 0:
+            return None
+        shares.append(sum(waits) / (len(rnd) * window))  # type: ignore[arg-type]
+    return statistics.median(shares) if shares else None
 
 
 def run_threads(runs: Sequence[Runner], count: int, rounds: int, timeout_s: float,
-                clocks: Clocks | None = None) -> list[list[WorkerRound]]:
+                clocks: Clocks | None = None) -> list[list[ThreadRound]]:
     """Start one thread per runner of ``runs``; each runs ``rounds`` barrier-started rounds of
     ``count`` operations after an untimed 1/16 of it.  Returns each thread's rounds, in order.
 
@@ -213,7 +240,7 @@ def run_threads(runs: Sequence[Runner], count: int, rounds: int, timeout_s: floa
     wall = clocks[0] if clocks else time.perf_counter_ns
     n = len(runs)
     barrier = threading.Barrier(n)
-    answers: list[list[WorkerRound] | str | None] = [None] * n
+    answers: list[list[ThreadRound] | str | None] = [None] * n
 
     def work(i: int) -> None:
         try:
@@ -221,8 +248,11 @@ def run_threads(runs: Sequence[Runner], count: int, rounds: int, timeout_s: floa
             done = []
             for _ in range(rounds):
                 barrier.wait(timeout_s)
+                w0 = machine.cpu_wait_s()
                 t0, t1, cpu = harness.timed(runs[i], count, wall, time.thread_time_ns)
-                done.append(WorkerRound(count, t0, t1, cpu))
+                w1 = machine.cpu_wait_s()
+                waited = round((w1 - w0) * 1e9) if w0 is not None and w1 is not None else None
+                done.append(ThreadRound(count, t0, t1, cpu, waited))
             answers[i] = done
         except BaseException as exc:  # reported to the caller, which raises ThreadsError
             barrier.abort()
