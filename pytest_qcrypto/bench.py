@@ -23,7 +23,7 @@ from types import TracebackType
 
 from pytest_qcrypto import catalog, harness, isolate as isolation, jobs as multi, settings
 from pytest_qcrypto import known_answers
-from pytest_qcrypto import limits
+from pytest_qcrypto import limits, threads as threaded
 from pytest_qcrypto.backends.base import Context, Unsupported, Workload
 from pytest_qcrypto.catalog import Algorithm, Direction
 from pytest_qcrypto.harness import Measurement
@@ -159,7 +159,7 @@ class BenchContext:
     def measure(self, size: int, *, decrypt: bool = False, min_time: float = 0.1,
                 rounds: int = 3, jobs: int = 1, timeout: float | None = None,
                 isolate: bool = False, count: int | None = None, roundtrip: bool = False,
-                check_roundtrip: bool = False) -> Measurement:
+                check_roundtrip: bool = False, threads: int = 1) -> Measurement:
         """Time ``size``-byte operations (bytes; ``min_time`` in seconds).
 
         ``count`` (iterations, 1 to 2**40; None: calibrate) runs exactly that many in every
@@ -182,7 +182,7 @@ class BenchContext:
         of them, each round the common window, and ``jobs`` and ``workers``
         hold the number of processes and the per-worker figures; ``JobsError``
         when a worker fails.  More ``jobs`` than :func:`pytest_qcrypto.jobs.max_jobs` raises ``ValueError``
-        before anything runs.
+        before anything runs.  ``threads`` > 1: :mod:`pytest_qcrypto.threads` (``ThreadsError``).
 
         ``timeout`` (seconds, None: no limit) bounds the whole call, known
         answers included: past it, raises ``MeasurementTimeout`` and, when
@@ -196,7 +196,8 @@ class BenchContext:
         """
         way = _Way(decrypt, roundtrip, check_roundtrip, count)
         _check_measurable(self, size, min_time, rounds, jobs, way)
-        body = partial(_measure_here, self, size, way, min_time, rounds, jobs)
+        threaded.check_threads(threads, jobs)
+        body = partial(_measure_here, self, size, way, min_time, rounds, jobs, threads)
         if self.context is None:  # opened, measured and closed in the child
             return isolation.run_isolated(partial(_open_and_measure, self, body), timeout,
                                        close=self._close_in_child)
@@ -288,30 +289,42 @@ class _Way:
 
 
 def _measure_here(bench: BenchContext, size: int, way: _Way, min_time: float, rounds: int,
-                  jobs: int) -> Measurement:
+                  jobs: int, threads: int = 1) -> Measurement:
     """:meth:`BenchContext.measure` in the process that holds the context: known answers,
-    round trip, then the timed rounds (in ``jobs`` processes when more than 1)."""
+    round trip, then the timed rounds (in ``jobs`` processes, or ``threads`` threads, if > 1)."""
     bench.check()
     alg, ctx, typed = bench.algorithm, bench.context, bench.selection.typed
     direction = alg.direction(way.decrypt, way.roundtrip)
     roundtrip = direction == Direction.ROUNDTRIP
     work = bench.workload(size, way.decrypt or roundtrip)
-    known_answers.check_round_trip(typed, alg, ctx, work)
-    if roundtrip and way.check_roundtrip:
-        run = checked_roundtrip_runner(typed, alg, ctx, work)
-    else:
-        run = ctx.roundtrip_runner(work) if roundtrip else ctx.runner(work)
-    if not callable(run):
-        method = "roundtrip_runner()" if roundtrip else "runner()"
-        raise known_answers.WrongTypeError(
-            f"plugin {typed} returned {type(run).__name__} from {method}, "
-            "expected a callable that runs count operations")
+
+    def checked_runner(ctx: Context) -> Callable[[int], None]:
+        known_answers.check_round_trip(typed, alg, ctx, work)
+        if roundtrip and way.check_roundtrip:
+            run = checked_roundtrip_runner(typed, alg, ctx, work)
+        else:
+            run = ctx.roundtrip_runner(work) if roundtrip else ctx.runner(work)
+        if not callable(run):
+            method = "roundtrip_runner()" if roundtrip else "runner()"
+            raise known_answers.WrongTypeError(
+                f"plugin {typed} returned {type(run).__name__} from {method}, "
+                "expected a callable that runs count operations")
+        return run
+    run, one_thread = checked_runner(ctx), None
     workers: tuple[harness.WorkerRecord, ...] = ()
     if jobs > 1:
         timing: harness.Timing | multi.JobsTiming = multi.time_jobs(
             run, jobs, min_time=min_time, rounds=rounds, count=way.count)
         workers = multi.worker_record(timing.workers, size,
                                       catalog.OPERATIONS_PER_ITERATION.get(direction, 1))
+    elif threads > 1:  # each thread a checked context of the same key (not thread-safe)
+        timing = threaded.time_threads(run, threaded.opener(
+            partial(open_plugin_context, bench.selection, alg, bench.key or b""), ctx, alg,
+            work.data, typed, checked_runner, close_bounded), threads, min_time=min_time,
+            rounds=rounds, count=way.count)
+        each = catalog.OPERATIONS_PER_ITERATION.get(direction, 1)
+        workers = multi.worker_record(timing.workers, size, each)
+        one_thread = threaded.one_thread_bps(timing, size, each)
     elif way.count is not None:
         timing = harness.time_count(run, way.count, rounds=rounds)
     else:
@@ -323,7 +336,8 @@ def _measure_here(bench: BenchContext, size: int, way: _Way, min_time: float, ro
         canonical_plugin=bench.selection.canonical, operation=(catalog.ROUNDTRIP_OPERATION if roundtrip else alg.operation),
         driver=ctx.driver, hardware=ctx.hardware,
         jobs=jobs if jobs > 1 else 1, workers=workers, calibration_note=timing.note,
-        iv=bytes(first_iv).hex())
+        iv=bytes(first_iv).hex(), threads=threads, one_thread_bps=one_thread,
+        threads_cpu_wait=getattr(timing, "cpu_wait", None))
 
 
 def checked_roundtrip_runner(typed: str, alg: Algorithm, ctx: Context,

@@ -207,4 +207,5 @@ def none_judged(verdicts: Mapping[CellKey, Verdict]) -> str | None:
     n = sum(v.status == gate.NOT_JUDGED for v in verdicts.values())
     return (f"ERROR: qcrypto: nothing was judged: {plural(n, 'cell')} had a baseline entry, "
             f"but none could be judged ({why}); a comparison that judges nothing fails "
-            "(compare with a baseline of the same machine and --qcrypto-jobs, or save a new one)")
+            "(compare with a baseline of the same machine, --qcrypto-jobs and --qcrypto-threads, "
+            "or save a new one)")

@@ -139,7 +139,7 @@ def measurement(r: results.Result) -> Measurement:
         count, rounds, figure_only = 1, (per_iteration * r.size / r.bytes_per_second,), True
     return Measurement(r.algorithm, r.plugin, r.size, r.direction, count, rounds,
                        tuple(r.cpu_s), r.canonical_plugin, r.operation, r.driver, r.hardware,
-                       jobs=r.jobs, figure_only=figure_only, iv=r.iv)
+                       jobs=r.jobs, figure_only=figure_only, iv=r.iv, threads=r.threads)
 
 
 def verdicts_of(rules: GateRules, baselines: Baselines,

@@ -114,7 +114,8 @@ class MeasureOptions:
     ``min_time`` and ``timeout`` in seconds (``timeout`` None: no limit);
     ``rounds`` timed rounds; ``jobs`` processes at once; ``isolate`` measures
     in a child process; ``count`` a fixed number of iterations per round (None:
-    calibrate); ``check_roundtrip`` checks each round trip's result.
+    calibrate); ``check_roundtrip`` checks each round trip's result; ``threads`` threads at
+    once (``--qcrypto-threads``).
     """
 
     min_time: float = 0.1
@@ -124,6 +125,7 @@ class MeasureOptions:
     isolate: bool = False
     count: int | None = None
     check_roundtrip: bool = False
+    threads: int = 1
 
 
 def fail(message: str) -> NoReturn:

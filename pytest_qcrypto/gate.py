@@ -33,7 +33,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from pytest_qcrypto import gate_stats, results
+from pytest_qcrypto import gate_stats, results, threads
 from pytest_qcrypto.gate_stats import TestResult
 from pytest_qcrypto.harness import KIB, Measurement
 from pytest_qcrypto.results import Result, ResultsFile
@@ -62,7 +62,7 @@ MARK_NOTES = {
     NOISE: "slower than the threshold on every try, but not beyond the rounds' noise by the "
            f"{gate_stats.RULE} ({gate_stats.ALPHA:g} false-alarm rate) or only while other "
            "work kept the CPUs busy",
-    NOT_JUDGED: "not judged: different machine (--qcrypto-require-same-machine) or jobs",
+    NOT_JUDGED: "not judged: another machine (--qcrypto-require-same-machine), jobs or threads",
 }
 
 
@@ -413,9 +413,8 @@ def criteria(rules: GateRules, m: Measurement, names: Sequence[str], base: Resul
     not_judged = ""
     if base is not None:
         threshold = rules.thresholds.pick(m.algorithm, names, m.size) or rules.default_threshold
-        jobs = m.jobs
-        if base.jobs != jobs:  # a sum over processes is not comparable with one process
-            not_judged = f"different jobs ({base.jobs} in the baseline, {jobs} now)"
+        if (base.jobs, base.threads) != (m.jobs, m.threads):  # sums are not one's figure
+            not_judged = threads.not_comparable(base, m)
         elif rules.require_same_machine:
             diffs = differences()
             if diffs:

@@ -105,7 +105,8 @@ class Measurement:
     marks a measurement rebuilt from a saved figure without counts (schema 1
     results): its count and rounds are not real.  ``iv`` is the hex text of the
     cipher's IV, or of the first AEAD nonce (empty for digests and MACs; never
-    the key).  These five take no part in comparing measurements.
+    the key).  These five, and ``threads`` and ``one_thread_bps``
+    (:mod:`pytest_qcrypto.threads`), take no part in comparing measurements.
     """
 
     algorithm: str
@@ -124,6 +125,12 @@ class Measurement:
     calibration_note: str = field(default="", compare=False)
     figure_only: bool = field(default=False, compare=False)
     iv: str = field(default="", compare=False)
+    #: threads that ran each round at once (``--qcrypto-threads``; then ``workers`` holds
+    #: each thread's part) and the bytes per second of the same cell in one thread
+    threads: int = field(default=1, compare=False)
+    one_thread_bps: float | None = field(default=None, compare=False)
+    #: of the threads' time, the share they waited for a CPU held by other work (None: unknown)
+    threads_cpu_wait: float | None = field(default=None, compare=False)
 
     @property
     def operations(self) -> int:

@@ -170,9 +170,9 @@ def worker_lines(m: Measurement) -> list[str]:
     if not workers:
         return []
     head = (f"{m.plugin} {m.algorithm} {m.size} bytes: {m.kib_per_s:.2f} KiB/s from "
-            f"{len(workers)} jobs")
+            f"{len(workers)} {'threads' if m.threads > 1 else 'jobs'}")
     return [head] + [
-        f"  worker {i}: " + ", ".join(f"{rate:.2f}" for rate in w.kib_per_s) + " KiB/s"
+        f"  {'thread' if m.threads > 1 else 'worker'} {i}: " + ", ".join(f"{rate:.2f}" for rate in w.kib_per_s) + " KiB/s"
         for i, w in enumerate(workers, 1)]
 
 

@@ -27,7 +27,7 @@ from typing import Any
 
 import pytest
 
-from pytest_qcrypto import catalog, gate, jobs, limits, render, settings
+from pytest_qcrypto import catalog, gate, jobs, limits, render, settings, threads
 from pytest_qcrypto.backends import default_order
 from pytest_qcrypto.rules import parse_speedup
 
@@ -246,6 +246,11 @@ OPTIONS: tuple[Option, ...] = (
            help="run each measurement in N processes at once and report their summed "
                 "throughput (total bytes over the common wall time), like openssl speed "
                 "-multi; 'auto' = one per CPU (default 1)."),
+    Option("--qcrypto-threads", metavar="N", ini="qcrypto_threads", parse=threads.parse_threads,
+           ini_help="default --qcrypto-threads.",
+           help="run each measurement in N threads of this process at once (each its own "
+                "context; summed as --qcrypto-jobs), and measure it in one thread too: a line "
+                "under the table says whether the library releases the GIL (default 1)."),
     Option("--qcrypto-command", metavar="NAME", hidden=True,
            help="the command that runs pytest, for messages (set by the qcrypto command)."),
     Option("--qcrypto-skip-unsuited-sizes", action="store_true", default=False, hidden=True,

@@ -33,6 +33,7 @@ from pytest_qcrypto.registry import Registry, RegistryError, Selection, list_plu
 from pytest_qcrypto.settings import Settings, SettingsError
 from pytest_qcrypto.tables import with_every_cell
 from pytest_qcrypto import limits as qtimeout
+from pytest_qcrypto import threads
 
 #: The ini keys that take true or false (pytest's type="bool").
 BOOL_INI = options.BOOL_INI  # every true/false ini key of the option table
@@ -177,6 +178,12 @@ class RunSettings:
         return 1 if value is None else jobs.parse_jobs(value)
 
     @cached_property
+    def threads(self) -> int:
+        """``--qcrypto-threads`` (ini ``qcrypto_threads``): threads per measurement (default 1)."""
+        value, where = self._ini_or_option("qcrypto_threads", "qcrypto_threads")
+        return threads.parse_threads(value, where, self.jobs)
+
+    @cached_property
     def time_limits(self) -> tuple[float | None, bool]:
         """``--qcrypto-timeout`` in seconds (None: off) and ``--qcrypto-isolate``."""
         s = self.settings
@@ -224,7 +231,7 @@ class RunSettings:
 
     def check(self) -> None:
         """Find every command-line problem before any test runs (raises for a usage error)."""
-        _ = self.settings, self.jobs
+        _ = self.settings, self.jobs, self.threads
         if self.requested or self.config.getoption("qcrypto_plugin"):
             _ = self.selections
         if self.requested:
@@ -372,8 +379,8 @@ class QcryptoRun(RunSettings):
         explicit = bool(self.config.getoption("qcrypto_model"))
         notes = cost_model.summary_lines(self.ledger.measurements, explicit) \
             if explicit or verbose else []
-        notes += machine.summary_lines(self.machine_state, self.ledger.measurements, self.jobs,
-                                      verbose)
+        notes += machine.summary_lines(self.machine_state, self.ledger.measurements,
+                                      max(self.jobs, self.threads), verbose)
         for line in ([""] if notes else []) + notes:
             terminalreporter.write_line(line)
         for line in ([""] if self.ledger.cells and gate_lines else []) + gate_lines:
@@ -403,7 +410,7 @@ class QcryptoRun(RunSettings):
             self.machine_state = machine.capture()
         timeout, isolate = self.time_limits
         options = MeasureOptions(s.min_time, s.rounds, self.jobs, timeout, isolate, s.count,
-                                 s.check_roundtrip)
+                                 s.check_roundtrip, threads=self.threads)
         interrupts = self._guard().interrupts
         gate = self.gate
         return QcryptoFixture(

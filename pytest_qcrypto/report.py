@@ -89,7 +89,9 @@ def _measurement(r: Any) -> Measurement:
     return Measurement(r.algorithm, r.plugin, r.size, r.direction, count, rounds,
                        tuple(r.cpu_s), r.canonical_plugin, r.operation, r.driver, r.hardware,
                        jobs=max(int(getattr(r, "jobs", 1) or 1), 1), workers=workers,
-                       figure_only=figure_only, iv=getattr(r, "iv", ""))
+                       figure_only=figure_only, iv=getattr(r, "iv", ""),
+                       threads=getattr(r, "threads", 1),
+                       one_thread_bps=getattr(r, "one_thread_bytes_per_second", None))
 
 
 def machine_labels(names: Sequence[str]) -> list[str]:

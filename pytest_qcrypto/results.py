@@ -52,7 +52,7 @@ above 1, ``workers`` has one entry per process: its ``count`` of operations
 per round, the wall seconds of each round from its own start to its own end
 (``rounds_s``), its CPU seconds (``cpu_s``), and ``bytes_per_second``, its
 count times ``size`` over its median round.  The workers' counts add up to
-``count``.
+``count``.  ``threads``, ``one_thread_bytes_per_second``: :mod:`pytest_qcrypto.threads`.
 A cell appears once per ``test`` (two tests may measure the same cell; a
 test that measures it again replaces its entry): :func:`load` refuses a file
 that repeats (algorithm, canonical plugin, size, direction) for the same test.
@@ -242,37 +242,26 @@ def _result(r: object, i: int, check: _Checker) -> Result:
         iv=g(r, "iv", w, "a string of hex digits", lambda v: isinstance(v, str)
              and len(v) <= 128 and len(v) % 2 == 0 and not v.strip("0123456789abcdef"), ""),
         verdict=g(r, "verdict", w, "an object", lambda v: isinstance(v, dict), None) or None,
+        threads=g(r, "threads", w, "a whole number from 1", lambda v: _is_int(v) and v >= 1, 1),
+        one_thread_bytes_per_second=g(r, "one_thread_bytes_per_second", w, "a positive number",
+                                      lambda v: _is_number(v) and v > 0, None),
     )
     raw = g(r, "workers", w, "a list of objects",
             lambda v: isinstance(v, list) and all(isinstance(e, dict) for e in v), [])
     workers = tuple(_worker(e, f"{w}workers[{k}].", check) for k, e in enumerate(raw))
-    if workers and len(workers) != result.jobs:
-        raise check.fail(f"{w}workers has {len(workers)} entries but jobs is {result.jobs}")
+    if workers and len(workers) != result.jobs * result.threads:  # one of them is 1
+        what = f"threads is {result.threads}" if result.threads > 1 else f"jobs is {result.jobs}"
+        raise check.fail(f"{w}workers has {len(workers)} entries but {what}")
     if workers and sum(x.count for x in workers) != result.count:
         raise check.fail(f"{w}workers' counts add up to {sum(x.count for x in workers)}, "
                          f"not to count ({result.count})")
     if result.count and not result.rounds_s:
         raise check.fail(f"{w}rounds_s is empty, but count is {result.count}: a result "
                          "records the seconds of each round it timed")
-    problem = _wait_problem(result)
+    problem = result.wait_problem()
     if problem:
         raise check.fail(f"results[{i}]: {problem}")
     return replace(result, workers=workers)
-
-
-def _wait_problem(r: Result) -> str | None:
-    """Why the figures of ``r`` without its wait for a CPU (the gate judges those) are not
-    finite, or None: the correction divides by the rounds without their wait."""
-    rounds = without_wait(r.rounds_s, r.cpu_s, r.cpu_wait_share)
-    if rounds is None:
-        return None
-    what = (f"bytes_per_second {r.bytes_per_second:.6g} without the wait for a CPU "
-            f"(cpu_wait_share {r.cpu_wait_share:g} of each round's time beyond its cpu_s)")
-    if min(rounds) <= 0:
-        return f"{what} would be infinite: a round is left with no time"
-    if not all(math.isfinite(f) for f in r.figures_without_wait()):
-        return f"{what} is beyond the float range"
-    return None
 
 
 def _worker(e: Mapping[str, Any], where: str, check: _Checker) -> WorkerResult:

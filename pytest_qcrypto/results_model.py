@@ -7,6 +7,7 @@ Nothing here imports pytest.
 
 from __future__ import annotations
 
+import math
 import statistics
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
@@ -37,7 +38,7 @@ class ResultsError(ValueError):
 
 @dataclass(frozen=True)
 class WorkerResult:
-    """One ``--qcrypto-jobs`` process's part of a :class:`Result`.
+    """One ``--qcrypto-jobs`` process's (or ``--qcrypto-threads`` thread's) part of a :class:`Result`.
 
     ``count`` operations in every round; ``rounds_s`` and ``cpu_s`` its wall
     and CPU seconds per round (its own start to end); ``bytes_per_second`` its
@@ -101,6 +102,8 @@ class Result:
     workers: tuple[WorkerResult, ...] = ()
     iv: str = ""
     verdict: Mapping[str, Any] | None = None
+    threads: int = 1
+    one_thread_bytes_per_second: float | None = None
 
     @classmethod
     def from_measurement(cls, m: Measurement, test: str | None = None,
@@ -122,7 +125,8 @@ class Result:
                    tries=every if len(every) > 1 else (),
                    jobs=jobs if isinstance(jobs, int) and jobs > 0 else 1,
                    cpu_wait_share=cpu_wait_share, workers=workers, iv=m.iv,
-                   verdict=dict(verdict) if verdict else None)
+                   verdict=dict(verdict) if verdict else None, threads=m.threads,
+                   one_thread_bytes_per_second=m.one_thread_bps if m.threads > 1 else None)
 
     @property
     def key(self) -> tuple[str, str, int, str]:
@@ -158,6 +162,22 @@ class Result:
         return (self.bytes_per_second * (median_raw / statistics.median(rounds)),
                 self.bytes_per_second * (median_raw / max(rounds)))
 
+    def wait_problem(self) -> str | None:
+        """Why the figures of this result without its wait for a CPU (the gate judges those)
+        are not finite, or None: the correction divides by the rounds without their wait.
+        (:func:`pytest_qcrypto.results.load` refuses such a file.)"""
+        rounds = without_wait(self.rounds_s, self.cpu_s, self.cpu_wait_share)
+        if rounds is None:
+            return None
+        what = (f"bytes_per_second {self.bytes_per_second:.6g} without the wait for a CPU "
+                f"(cpu_wait_share {self.cpu_wait_share:g} of each round's time beyond its "
+                "cpu_s)")
+        if min(rounds) <= 0:
+            return f"{what} would be infinite: a round is left with no time"
+        if not all(math.isfinite(f) for f in self.figures_without_wait()):
+            return f"{what} is beyond the float range"
+        return None
+
     def to_json(self) -> dict[str, Any]:
         out: dict[str, Any] = {
             "algorithm": self.algorithm, "plugin": self.plugin,
@@ -168,6 +188,9 @@ class Result:
             "hardware": self.hardware, "test": self.test,
             "cpu_wait_share": self.cpu_wait_share,
         }
+        out["threads"] = self.threads
+        if self.one_thread_bytes_per_second is not None:
+            out["one_thread_bytes_per_second"] = self.one_thread_bytes_per_second
         if self.tries:
             out["tries"] = list(self.tries)
         if self.workers:

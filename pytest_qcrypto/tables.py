@@ -18,7 +18,7 @@ from __future__ import annotations
 from collections.abc import Callable, Collection, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 
-from pytest_qcrypto import catalog
+from pytest_qcrypto import catalog, gil
 from pytest_qcrypto.harness import Measurement
 
 SKIPPED, FAILED = "skipped", "failed"
@@ -206,7 +206,7 @@ def notes(table: Table) -> list[str]:
         for n in jobs:
             out.append(f"  {p}: the summed throughput of {n} processes at once "
                        f"(--qcrypto-jobs {n})")
-    return out
+    return out + gil.table_notes(table)  # --qcrypto-threads: the scaling lines
 
 
 def status_reason(cell: Cell | None, table: Table) -> tuple[str, str]:

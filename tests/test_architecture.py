@@ -18,13 +18,14 @@ PACKAGE = Path(__file__).resolve().parent.parent / "pytest_qcrypto"
 LAYERS: dict[str, int] = {
     # the core: plain Python, never pytest
     "catalog": 0,
-    "settings": 1, "strictjson": 1, "cryptotest_names": 1, "procs": 1, "files": 1, "backends.base": 1,
-    "callable_names": 1, "source_tree": 1,
+    "settings": 1, "strictjson": 1, "gil": 1, "cryptotest_names": 1, "procs": 1, "files": 1,
+    "backends.base": 1, "callable_names": 1, "source_tree": 1,
     "known_answers": 2, "harness": 2, "limits": 2,
     "backends.cryptodev_abi": 2, "backends.afalg_kernel": 2,
     "backends.afalg_contexts": 3, "backends.devcrypto_sessions": 3,
     "isolate": 3, "interrupts": 3, "jobs": 3, "machine": 3, "tables": 3, "rules": 3,
     "cost_model": 3,
+    "threads": 4,
     "backends.*": 4, "markdown": 4,
     "backends": 5, "layouts": 5,
     "registry": 6, "render": 6,

@@ -20,7 +20,7 @@ OPTIONS_BEFORE = [
     ("--qcrypto-compare", "PATH"), ("--qcrypto-threshold", "PCT"), ("--qcrypto-confirm", "N"),
     ("--qcrypto-allow-missing", None), ("--qcrypto-require-same-machine", None),
     ("--qcrypto-unit", "UNIT"), ("--qcrypto-format", "FORMAT"), ("--qcrypto-plot", "PATH"),
-    ("--qcrypto-bare", None), ("--qcrypto-jobs", "N"),
+    ("--qcrypto-bare", None), ("--qcrypto-jobs", "N"), ("--qcrypto-threads", "N"),
     # issue 13: cryptotest's fixed count and round trip
     ("--qcrypto-count", "N"), ("--qcrypto-roundtrip", None), ("--qcrypto-check-roundtrip", None),
     # issue 14: suspicious speed-ups
@@ -30,6 +30,7 @@ OPTIONS_BEFORE = [
 #: Every ini key and its type as pytest --help showed them before the table.
 INI_BEFORE = [
     ("qcrypto_timeout", "string"), ("qcrypto_plugins", "args"), ("qcrypto_sizes", "args"),
+    ("qcrypto_threads", "string"),
     ("qcrypto_min_time", "string"), ("qcrypto_rounds", "string"),
     ("qcrypto_threshold", "string"), ("qcrypto_thresholds", "linelist"),
     ("qcrypto_floors", "linelist"), ("qcrypto_confirm", "string"),
