@@ -24,7 +24,7 @@ import dataclasses
 import errno
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
-from typing import NoReturn
+from typing import Any, NoReturn
 
 import pytest
 
@@ -263,8 +263,11 @@ class QcryptoFixture:
     def __init__(self, registry: Callable[[], Registry], record: Recorder, rng: Randomness,
                  options: MeasureOptions | None = None,
                  interrupted: Callable[[], bool] = lambda: False, *,
-                 criteria: CriteriaOf | None = None, meter: WaitMeter | None = None) -> None:
+                 criteria: CriteriaOf | None = None, meter: WaitMeter | None = None,
+                 targets: Any = None) -> None:
         self._registry = registry
+        #: ``--qcrypto-target``'s plugin (pytest_qcrypto.targets): opens ``PLUGIN@NAME``
+        self._targets = targets
         self._record = record
         #: with the regression gate on: what each measurement is judged against, and the
         #: meter of the waits for a CPU, started when the item started
@@ -284,6 +287,16 @@ class QcryptoFixture:
 
         Skips the test when the plugin is unavailable or lacks the algorithm.
         """
+        if self._targets is not None and "@" in plugin:  # measured on a --qcrypto-target
+            try:
+                remote = self._targets.open(algorithm, plugin, self.options.isolate,
+                                            self.options.timeout)
+            except limits.MeasurementTimeout as exc:
+                fail(f"timed out after {exc.seconds:g} s in {plugin} {algorithm} opening a "
+                     "context")
+            except Exception as exc:  # what the plugin's open() raised there
+                _open_failed(f"{plugin} {algorithm}", exc)
+            return self._keep(remote)
         try:
             registry = self._registry()
             selection = registry.resolve(plugin)
@@ -306,6 +319,9 @@ class QcryptoFixture:
             fail(f"timed out after {exc.seconds:g} s in {plugin} {alg.name} opening a context")
         except Exception as exc:  # a plugin bug fails this item, the run goes on
             _open_failed(f"{plugin} {alg.name}", exc)
+        return self._keep(ctx)
+
+    def _keep(self, ctx: Any) -> MeasuredContext:
         measured = MeasuredContext(ctx, self._record, self.options, self._criteria, self._meter)
         self._open.append(measured)
         return measured
