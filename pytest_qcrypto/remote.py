@@ -4,7 +4,7 @@ The controller (:mod:`pytest_qcrypto.targets`) sends this module's source throug
 execnet gateway (``gateway.remote_exec(remote)``); there it runs as ``__channelexec__``
 and :func:`serve` answers requests, one reply per request, plain dicts only::
 
-    {"op": "hello"}  -> {"version", "machine", "plugins": {name: {...}}} or {"problem": ...}
+    {"op": "hello", "version": V} -> {"version", "machine", "plugins": {...}} or {"problem": ...}
     {"op": "open", "id": N, "algorithm": "sha256", "plugin": "hashlib", "seed": None}
     {"op": "measure", "id": N, "size": 16, "options": {...}}  -> {"measurement": {...}}
     {"op": "close", "id": N}
@@ -193,11 +193,18 @@ class Server:
 def serve(channel: Any) -> None:
     """Answer the controller's requests until it sends None or closes the channel."""
     try:
-        import pytest_qcrypto  # noqa: F401
+        import pytest_qcrypto
     except ImportError as exc:
         channel.send({"problem": f"pytest-qcrypto is not installed there ({exc})"})
         return
+    hello = channel.receive()
+    there, here = getattr(pytest_qcrypto, "__version__", "unknown"), hello.get("version")
+    if there != here:  # this file's code may not match the package there: go no further
+        channel.send({"problem": f"pytest-qcrypto {there} is installed there, {here} here: "
+                                 f"install {here} there"})
+        return
     server = Server()
+    channel.send(server.handle(hello))
     try:
         for request in channel:
             if request is None:

@@ -39,8 +39,7 @@ def legend_lines(targets: Any, ledger: Any) -> list[str]:
         labels.append(name)
     lines = report.legend(files, labels) if files else []
     if lines:
-        lines = ["targets:"] + [line if line.startswith("  ") else f"  {line}"
-                                for line in lines[1:]]
+        lines[0] = "targets:"
     gone = [f"  {n}: {link.gone}" for n, link in targets.links.items() if link.gone]
     return lines + unused + gone
 

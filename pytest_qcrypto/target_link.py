@@ -136,9 +136,8 @@ class Link(LocalLink):
         hello = result["hello"]
         if "problem" in hello:
             self.problem = hello["problem"]
-        elif hello.get("version") != pytest_qcrypto.__version__:
-            self.problem = (f"pytest-qcrypto {hello.get('version')} is installed there, "
-                            f"{pytest_qcrypto.__version__} here: install the same version there")
+        elif "error" in hello:
+            self.problem = f"hello failed there: {rebuilt(hello['error'])}"
         else:
             self._hello = hello
             return
@@ -152,10 +151,13 @@ class Link(LocalLink):
             self._group = execnet.Group()
             gateway = self._group.makegateway(spec)
             self._channel = gateway.remote_exec(remote)
-            self._channel.send({"op": "hello"})
+            self._channel.send({"op": "hello", "version": pytest_qcrypto.__version__})
             result["hello"] = self._channel.receive(OPEN_TIMEOUT)
         except Exception as exc:  # any way a gateway can fail to open: said in one line
             text = " ".join(str(exc).split()) or "no reason given"
+            if type(exc).__name__ == "HostNotFound":  # ssh exited: unreachable, or refused us
+                text = (f"ssh could not connect to {text} (unreachable or the login was "
+                        "refused; ssh's own message is on standard error)")
             if len(text) > 200:
                 text = text[:197] + "..."
             result["problem"] = f"cannot open the gateway {self.spec}: {type(exc).__name__}: {text}"
