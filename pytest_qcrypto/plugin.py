@@ -92,11 +92,7 @@ def pytest_configure(config: pytest.Config) -> None:
     config.pluginmanager.register(config.stash[MATRIX_KEY], MATRIX_NAME)
     if run.gate_wanted:
         run.start_gate(guard)
-    if run.target_options.targets:  # --qcrypto-target (pytest_qcrypto.targets)
-        run.targets = remote_targets.Targets(run.target_options, lambda: run.registry,
-                                             run.settings.seed, lambda: run.gate_options.rules)
-        config.pluginmanager.register(run.targets, "qcrypto-targets")
-        run.names.remote = run.targets
+    run.targets = remote_targets.start(config, run)  # --qcrypto-target, else None
 
 
 class RunSettings:
@@ -245,11 +241,10 @@ class RunSettings:
             for typed in self.config.getoption("qcrypto_plot"):
                 plotting.check_writable(typed)
         _ = self.time_limits
-        self.target_options = remote_targets.read_options(self.config)
+        self.target_options = remote_targets.read_options(self.config, self.gate_options.rules)
 
     @property
-    def target_names(self) -> list[str]:
-        """The matrix's targets (``--qcrypto-target``): rows are ``PLUGIN@NAME``; [] without."""
+    def target_names(self) -> list[str]:  # --qcrypto-target: the matrix's rows are PLUGIN@NAME
         return self.target_options.names if self.target_options.targets else []
 
     def cases(self) -> Iterator[Case]:

@@ -86,8 +86,10 @@ def parse_targets(values: list[str], where: str) -> tuple[tuple[str, str], ...]:
     return tuple(out)
 
 
-def read_options(config: pytest.Config) -> TargetOptions:
-    """The target options of the run (``SettingsError`` for a usage error)."""
+def read_options(config: pytest.Config, rules: Any = None) -> TargetOptions:
+    """The target options of the run (``SettingsError`` for a usage error).  With a compare
+    target, the gate's ``rules`` (:class:`pytest_qcrypto.gate.GateRules`) no longer list
+    ``--qcrypto-threshold`` and ``--qcrypto-confirm`` as options without effect."""
     given = list(config.getoption("qcrypto_target") or [])
     where = "--qcrypto-target"
     if not given:
@@ -104,7 +106,21 @@ def read_options(config: pytest.Config) -> TargetOptions:
     if opts.compare is not None and opts.compare not in opts.names:
         raise SettingsError(f"--qcrypto-compare-target {opts.compare}: no such target; "
                             f"valid: {', '.join([LOCAL] + [n for n, _ in opts.targets])}")
+    if opts.compare is not None and rules is not None:  # the A/B gate takes them
+        rules.compare_only = [o for o in rules.compare_only
+                              if o not in ("--qcrypto-threshold", "--qcrypto-confirm")]
     return opts
+
+
+def start(config: pytest.Config, run: Any) -> Targets | None:
+    """Register the plugin of the targets when the run has any (``run``: the QcryptoRun)."""
+    if not run.target_options.targets:
+        return None
+    targets = Targets(run.target_options, lambda: run.registry, run.settings.seed,
+                      lambda: run.gate_options.rules)
+    config.pluginmanager.register(targets, "qcrypto-targets")
+    run.names.remote = targets  # the results file's PLUGIN@NAME entries and targets
+    return targets
 
 
 class RemoteBench:
