@@ -146,6 +146,7 @@ def test_the_ab_gate_without_interleaving_judges_whole_measurements(pytester, fa
     assert r.ret == 0, r.stdout.str()
     assert "qcrypto: A/B against @local: passed: 1 cell judged, 0 regressed" in r.outlines
     assert not any(line.startswith("interleaved:") for line in r.outlines)
+    assert not any("had no effect" in line for line in r.outlines)  # the A/B gate used it
     r = pytester.runpytest(
         *FAKE_MATRIX, "--qcrypto-target", fake_target("new", fake, QFAKE_NS="1500"),
         "--qcrypto-compare-target", "local", "--qcrypto-threshold", "20")
@@ -244,3 +245,106 @@ def test_every_plugin_is_measured_on_every_target(pytester, other_venv):
     assert legend[3:5] == ["differences:", f"  pycryptodome version: local=PyCryptodome "
                                            f"{Crypto.__version__}, old=PyCryptodome "
                                            f"{OTHER_PYCRYPTODOME}"]
+
+
+# -- an ssh gateway against a real OpenSSH server on 127.0.0.1 ----------------------------------
+
+SSHD_CONFIG = """\
+ListenAddress 127.0.0.1
+Port {port}
+HostKey {dir}/host_key
+AuthorizedKeysFile {dir}/authorized_keys
+PidFile {dir}/sshd.pid
+PasswordAuthentication no
+KbdInteractiveAuthentication no
+PubkeyAuthentication yes
+PermitRootLogin prohibit-password
+StrictModes no
+UsePAM no
+"""
+
+SSH_CONFIG = """\
+Host qcrypto-board
+  HostName 127.0.0.1
+  Port {port}
+  User {user}
+  IdentityFile {dir}/client_key
+  IdentitiesOnly yes
+  BatchMode yes
+  StrictHostKeyChecking no
+  UserKnownHostsFile /dev/null
+  LogLevel ERROR
+"""
+
+
+def _free_port() -> int:
+    import socket
+
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+@pytest.fixture
+def sshd(tmp_path):
+    """An OpenSSH server on 127.0.0.1 with a throw-away host key and client key, for this
+    user; the ssh_config file that reaches it as ``qcrypto-board``."""
+    import getpass
+    import os
+    import socket
+    import time
+
+    sshd = shutil.which("sshd", path="/usr/sbin:/usr/bin:/sbin:/bin")
+    keygen, client = shutil.which("ssh-keygen"), shutil.which("ssh")
+    if sshd is None or keygen is None or client is None:
+        pytest.skip("needs OpenSSH's sshd, ssh and ssh-keygen (Debian: openssh-server, which "
+                    ".ci/run installs)")
+    where = tmp_path / "ssh"
+    where.mkdir(mode=0o700)
+    for key in ("host_key", "client_key"):
+        subprocess.run([keygen, "-q", "-t", "ed25519", "-N", "", "-f", str(where / key)],
+                       check=True, capture_output=True)
+    (where / "authorized_keys").write_text((where / "client_key.pub").read_text())
+    port = _free_port()
+    (where / "sshd_config").write_text(SSHD_CONFIG.format(port=port, dir=where))
+    (where / "ssh_config").write_text(SSH_CONFIG.format(port=port, dir=where,
+                                                        user=getpass.getuser()))
+    if os.geteuid() == 0 and not os.path.isdir("/run/sshd"):
+        os.makedirs("/run/sshd", mode=0o755, exist_ok=True)  # its privilege separation dir
+    server = subprocess.Popen([sshd, "-D", "-e", "-f", str(where / "sshd_config")],
+                              stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+    try:
+        deadline = time.monotonic() + 20
+        while True:
+            if server.poll() is not None:
+                why = (server.stderr.read().strip().splitlines() or ["no message"])[-1]
+                pytest.skip(f"sshd would not start: {why}")
+            try:
+                socket.create_connection(("127.0.0.1", port), timeout=1).close()
+                break
+            except OSError:
+                if time.monotonic() > deadline:
+                    pytest.skip("sshd did not listen within 20 s")
+                time.sleep(0.2)
+        yield where / "ssh_config"
+    finally:
+        server.terminate()
+        try:
+            server.wait(10)
+        except subprocess.TimeoutExpired:
+            server.kill()
+            server.wait()
+
+
+def test_a_target_over_ssh_is_measured_like_a_local_one(pytester, fake, sshd):
+    spec = (f"ssh=qcrypto-board//ssh_config={sshd}//python={sys.executable}//chdir={fake}"
+            "//env:QCRYPTO_TARGET_PLUGINS=qfake:plugins//env:QFAKE_NS=4000")
+    r = pytester.runpytest(*FAKE_MATRIX, "--qcrypto-rounds", "2", "--qcrypto-interleave",
+                           "--qcrypto-target", f"board={spec}")
+    assert r.ret == 0, r.stdout.str()
+    start = r.outlines.index("plugin                 1024")
+    assert [line.split() for line in r.outlines[start + 1:start + 3]] == [
+        ["fakehash@local", "1000000.00"], ["fakehash@board", "250000.00"]]
+    assert any(line.split() == ["fakehash@board/local", "0.25", "[0.25,", "0.25]"]
+               for line in r.outlines), r.stdout.str()
+    assert any(line.startswith(f"  board: {spec}: ") for line in r.outlines)
