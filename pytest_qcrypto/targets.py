@@ -133,13 +133,21 @@ class RemoteBench:
         self.selection = SimpleNamespace(typed=f"{base}{SEP}{link.name}")
         self.driver = driver
         self.abandoned = self.closed = False
+        #: interleaved: this context's first measurement is the cell's interleaved one
+        self.interleave = ident is None
 
     def measure(self, size: int, **options: Any) -> Measurement:
-        """``BenchContext.measure``'s keywords; the measurement named ``PLUGIN@NAME``."""
+        """``BenchContext.measure``'s keywords; the measurement named ``PLUGIN@NAME``.
+
+        Interleaved, the first is this target's part of the cell's interleaved rounds;
+        another (the gate's retry of a regressed cell) measures this target alone."""
         try:
-            if self.ident is None:  # interleaved: all targets of this cell measured together
+            if self.interleave:  # all targets of this cell measured together
+                self.interleave = False
                 m = self.owner.interleaved(self, size, options)
             else:
+                if self.ident is None:
+                    self.owner.open_alone(self, options)
                 m = self.link.measure(self.ident, size, options)
         except TargetGone as exc:
             from pytest_qcrypto.isolate import IsolatedError
@@ -176,7 +184,7 @@ class Targets:
             n: LocalLink(registry()) if n == LOCAL else Link(n, specs[n]) for n in self.names}
         self.seed = seed
         self._rules = rules
-        self._ids = itertools.count(1)
+        self.ids = itertools.count(1)
         self.cells: dict[tuple[str, str, int, str], _Cell] = {}
 
     @property
@@ -220,7 +228,7 @@ class Targets:
             pytest.skip(why)
         if self.options.interleave:
             return RemoteBench(self, link, None, base, alg, None)
-        ident = next(self._ids)
+        ident = next(self.ids)
         try:
             driver = link.open(ident, alg.name, base, self.seed, isolate, timeout)
         except TargetGone as exc:
@@ -238,7 +246,7 @@ class Targets:
             for name, link in self.links.items():
                 if self._usable(link, rb.base, rb.algorithm) is not None or link.gone:
                     continue
-                ident = next(self._ids)
+                ident = next(self.ids)
                 try:
                     link.open(ident, rb.algorithm.name, rb.base, self.seed,
                               bool(options.get("isolate")), options.get("timeout"))
@@ -257,18 +265,18 @@ class Targets:
                     except Exception:
                         pass  # a target that broke says so in its cells
         got = cell.interleaved.get(rb.link.name)
-        if got is None:
-            return rb.link.measure(*self._solo(rb, size, options))
+        if got is None:  # not measured with the others (it came back after a failure)
+            self.open_alone(rb, options)
+            return rb.link.measure(rb.ident, size, options)
         if isinstance(got, BaseException):
             raise got
         return got
 
-    def _solo(self, rb: RemoteBench, size: int, options: dict[str, Any]) -> tuple[Any, ...]:
-        ident = next(self._ids)
-        rb.ident = ident
-        rb.link.open(ident, rb.algorithm.name, rb.base, self.seed, bool(options.get("isolate")),
-                     options.get("timeout"))
-        return ident, size, options
+    def open_alone(self, rb: RemoteBench, options: dict[str, Any]) -> None:
+        """Open ``rb``'s own context on its target, to measure it alone."""
+        rb.ident = next(self.ids)
+        rb.driver = rb.link.open(rb.ident, rb.algorithm.name, rb.base, self.seed,
+                                 bool(options.get("isolate")), options.get("timeout"))
 
     @staticmethod
     def _one_round(link: Any, ident: int, size: int, options: dict[str, Any]) -> pairs.OneRound:

@@ -6,7 +6,8 @@ runs on a fake clock that advances ``QFAKE_NS`` nanoseconds per operation (defau
 gets it through the ``QCRYPTO_TARGET_PLUGINS`` environment variable of its gateway spec
 (``//chdir=`` puts the module on its path: ``python -c`` imports from the working
 directory); the local process through the conftest.  ``QFAKE_NS=2000`` on a target is
-an injected slowdown (half the speed); ``QFAKE_HANG=1`` makes the target stop itself
+an injected slowdown (half the speed), ``QFAKE_FIRST_NS`` one of the first context
+opened only; ``QFAKE_HANG=1`` makes the target stop itself
 (SIGSTOP) in its first timed run: a target that stops answering.
 
 The second virtual environment (another pycryptodome, the package installed from this
@@ -33,6 +34,7 @@ from pytest_qcrypto.backends.base import Context, CryptoPlugin
 
 CLOCK = {"ns": 0}
 SAVED = {}
+OPENED = [0]
 
 def install():
     """This process's clocks become the fake one (the harness reads them)."""
@@ -51,6 +53,10 @@ class FakeHash(CryptoPlugin):
     def supported(self):
         return frozenset({"sha256"})
     def open(self, algorithm, key, variant=None):
+        OPENED[0] += 1
+        ns = int(os.environ.get("QFAKE_NS", "1000"))
+        if OPENED[0] == 1:  # the first context opened here (known answers open later ones)
+            ns = int(os.environ.get("QFAKE_FIRST_NS", ns))
         class Timed(Context):
             def digest(self, data):
                 return hashlib.sha256(data).digest()
@@ -58,7 +64,7 @@ class FakeHash(CryptoPlugin):
                 def run(count):
                     if os.environ.get("QFAKE_HANG"):
                         os.kill(os.getpid(), signal.SIGSTOP)
-                    CLOCK["ns"] += count * int(os.environ.get("QFAKE_NS", "1000"))
+                    CLOCK["ns"] += count * ns
                 return run
         return Timed(algorithm, key)
 
@@ -136,6 +142,24 @@ def test_without_a_slowdown_the_ab_gate_passes(pytester, fake):
     assert "qcrypto: A/B against @a: passed: 2 cells judged, 0 regressed" in r.outlines
     assert any(line.split() == ["fakehash@b/a", "1.00", "[1.00,", "1.00]"]
                for line in r.outlines)
+
+
+def test_a_retry_of_an_interleaved_cell_measures_again(pytester, fake):
+    # b is slow in the interleaved rounds only (its first context): the gate's retry
+    # measures b again, alone, at full speed, and the cell passes on the retry
+    r = pytester.runpytest(
+        *FAKE_MATRIX, "--qcrypto-rounds", "3", "--qcrypto-interleave",
+        "--qcrypto-target", fake_target("a", fake),
+        "--qcrypto-target", fake_target("b", fake, QFAKE_FIRST_NS="2000"),
+        "--qcrypto-compare-target", "a", "--qcrypto-save", "out.json")
+    assert r.ret == 0, r.stdout.str()
+    assert any(line.split() == ["fakehash@b/a", "0.50", "[0.50,", "0.50]"]
+               for line in r.outlines)
+    assert "qcrypto: A/B against @a: passed: 2 cells judged, 0 regressed" in r.outlines
+    doc = json.loads((pytester.path / "out.json").read_text())
+    b = next(x for x in doc["results"] if x["plugin"] == "fakehash@b")
+    assert [round(t / 1024) for t in b["tries"]] == [500000, 1000000]
+    assert b["verdict"]["status"] == "passed on a retry"
 
 
 def test_the_ab_gate_without_interleaving_judges_whole_measurements(pytester, fake):
