@@ -372,3 +372,76 @@ def test_a_target_over_ssh_is_measured_like_a_local_one(pytester, fake, sshd):
     assert any(line.split() == ["fakehash@board/local", "0.25", "[0.25,", "0.25]"]
                for line in r.outlines), r.stdout.str()
     assert any(line.startswith(f"  board: {spec}: ") for line in r.outlines)
+
+
+def test_the_qcrypto_command_takes_target(pytester, fake):
+    from pytest_qcrypto import cli
+
+    ns, extra = cli.build_parser().parse_known_args(
+        ["speed", "-D", "sha256", "--target", "a=popen", "--target", "b=ssh=board"])
+    assert cli.speed_args(ns, extra)[-2:] == ["--qcrypto-target=a=popen",
+                                              "--qcrypto-target=b=ssh=board"]
+    r = pytester.run(sys.executable, "-m", "pytest_qcrypto.cli", "speed", "-D", "sha256",
+                     "-P", "fakehash", "--qcrypto-size", "1024", "--qcrypto-min-time", "0.01",
+                     "--target", fake_target("slow", fake, QFAKE_NS="4000"))
+    assert r.ret == 0, r.stderr.str()
+    assert [line.split() for line in r.outlines] == [
+        ["Benchmark", "results", "for", "'sha256'", "digest", "(KiB/s):"],
+        ["plugin", "1024"], ["fakehash@local", "1000000.00"], ["fakehash@slow", "250000.00"]]
+    r = pytester.run(sys.executable, "-m", "pytest_qcrypto.cli", "speed", "-D", "sha256",
+                     "--target", "local=popen")
+    assert r.ret == 4
+    assert ("--qcrypto-target: the name 'local' is this process; give the target another "
+            "name") in r.stderr.str()
+
+
+# -- examples/ab ---------------------------------------------------------------------------
+
+AB = CHECKOUT / "examples" / "ab"
+
+
+def _ab_args() -> list[str]:
+    """The pytest options of examples/ab/ab.sh (its AB_ARGS array)."""
+    import re
+    import shlex
+
+    script = (AB / "ab.sh").read_text()
+    body = re.search(r"^AB_ARGS=\((.*?)\)$", script, re.S | re.M)
+    assert body, "ab.sh keeps its pytest options in AB_ARGS=(...)"
+    return shlex.split(body.group(1))
+
+
+def test_the_examples_use_only_options_that_exist():
+    import re
+
+    from pytest_qcrypto import options
+
+    flags = {o.flag for o in options.OPTIONS if o.flag}
+    for name in ("ab.sh", "github-actions.yml", "README.md"):
+        used = set(re.findall(r"--qcrypto-[a-z-]+", (AB / name).read_text()))
+        assert used and used <= flags, (name, used - flags)
+    ci = " ".join((AB / "github-actions.yml").read_text().replace("\\\n", " ").split())
+    assert ("--qcrypto-target old=popen//python=.venv-old/bin/python --qcrypto-interleave "
+            "--qcrypto-compare-target old") in ci
+    assert " ".join(_ab_args()) in " ".join((AB / "README.md").read_text().replace(
+        "\\\n", " ").split())
+
+
+def test_the_ab_example_gives_one_table_ratios_and_a_verdict(pytester, other_venv):
+    args = [a.replace(".venv-old/bin/python", str(other_venv)) for a in _ab_args()]
+    r = pytester.runpytest(*args, "--qcrypto-rounds", "3", "--qcrypto-min-time", "0.002")
+    text = r.stdout.str()
+    verdict = next(line for line in r.outlines if line.startswith("qcrypto: A/B against @old: "))
+    # the figures are this machine's: either verdict is right, as long as it matches the exit
+    assert (r.ret, verdict.split(": ")[2]) in ((0, "passed"), (1, "FAILED")), text
+    assert verdict.endswith(("6 cells judged, 0 regressed", "6 cells judged, 1 regressed",
+                             "6 cells judged, 2 regressed", "6 cells judged, 3 regressed",
+                             "6 cells judged, 4 regressed", "6 cells judged, 5 regressed",
+                             "6 cells judged, 6 regressed")) or "slower within noise" in verdict
+    start = r.outlines.index("interleaved: throughput over @old's, geometric mean of the "
+                             "paired rounds [95% t-interval]")
+    assert [line.split()[0] for line in r.outlines[start + 1:start + 5]] == [
+        "sha256", "pycryptodome@local/old", "aes-128-gcm", "pycryptodome@local/old"]
+    assert f"  pycryptodome version: old=PyCryptodome {OTHER_PYCRYPTODOME}, local=" \
+        "PyCryptodome " in "\n".join(r.outlines)
+    assert (pytester.path / "ab.json").exists()
