@@ -8,7 +8,8 @@ gets it through the ``QCRYPTO_TARGET_PLUGINS`` environment variable of its gatew
 directory); the local process through the conftest.  ``QFAKE_NS=2000`` on a target is
 an injected slowdown (half the speed), ``QFAKE_FIRST_NS`` one of the first context
 opened only; ``QFAKE_HANG=1`` makes the target stop itself
-(SIGSTOP) in its first timed run: a target that stops answering.
+(SIGSTOP) in its first timed run: a target that stops answering; ``QFAKE_SLEEP=S``
+makes it sleep S seconds there, after writing its process id to ``sleeping.pid``.
 
 The second virtual environment (another pycryptodome, the package installed from this
 checkout) is built once per session; those tests skip with the reason where pip cannot.
@@ -64,6 +65,10 @@ class FakeHash(CryptoPlugin):
                 def run(count):
                     if os.environ.get("QFAKE_HANG"):
                         os.kill(os.getpid(), signal.SIGSTOP)
+                    if os.environ.get("QFAKE_SLEEP"):
+                        with open("sleeping.pid", "w") as f:
+                            f.write(str(os.getpid()))
+                        time.sleep(float(os.environ["QFAKE_SLEEP"]))
                     CLOCK["ns"] += count * ns
                 return run
         return Timed(algorithm, key)
@@ -445,3 +450,37 @@ def test_the_ab_example_gives_one_table_ratios_and_a_verdict(pytester, other_ven
     assert f"  pycryptodome version: old=PyCryptodome {OTHER_PYCRYPTODOME}, local=" \
         "PyCryptodome " in "\n".join(r.outlines)
     assert (pytester.path / "ab.json").exists()
+
+
+def test_ctrl_c_stops_the_measurement_on_the_target(pytester, fake):
+    import os
+    import signal
+    import time
+
+    pytester.makeini("[pytest]\n")
+    run = subprocess.Popen(
+        [sys.executable, "-m", "pytest", "-p", "no:cacheprovider", *FAKE_MATRIX,
+         "--qcrypto-timeout", "off", "--qcrypto-target",
+         fake_target("sleepy", fake, QFAKE_SLEEP="600")],
+        cwd=pytester.path, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+    pid_file = fake / "sleeping.pid"
+    try:
+        deadline = time.monotonic() + 120
+        while not pid_file.exists() or not pid_file.read_text():
+            assert run.poll() is None and time.monotonic() < deadline, "the target never slept"
+            time.sleep(0.2)
+        remote = int(pid_file.read_text())
+        run.send_signal(signal.SIGINT)
+        out, _ = run.communicate(timeout=60)
+    finally:
+        if run.poll() is None:
+            run.kill()
+    assert run.returncode == pytest.ExitCode.INTERRUPTED, out
+    deadline = time.monotonic() + 20
+    while True:  # the gateway was terminated: the sleeping target process is gone
+        try:
+            os.kill(remote, 0)
+        except ProcessLookupError:
+            break
+        assert time.monotonic() < deadline, "the target's process is still running"
+        time.sleep(0.2)
