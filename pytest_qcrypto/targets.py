@@ -32,7 +32,7 @@ from typing import Any
 
 import pytest
 
-from pytest_qcrypto import bench, gate, pairs
+from pytest_qcrypto import bench, gate, limits, pairs
 from pytest_qcrypto.harness import Measurement
 from pytest_qcrypto.results import Result
 from pytest_qcrypto.settings import SettingsError
@@ -238,19 +238,20 @@ class Targets:
     def interleaved(self, rb: RemoteBench, size: int, options: dict[str, Any]) -> Measurement:
         """This target's figure of the cell, measuring every target's rounds in turn when the
         cell's first item asks (:func:`pairs.interleave`)."""
-        way = (options.get("decrypt"), options.get("roundtrip"))
-        cell = self.cells.setdefault((rb.algorithm.name, rb.base, size, repr(way)), _Cell())
+        direction = rb.algorithm.direction(bool(options.get("decrypt")),
+                                           bool(options.get("roundtrip")))
+        cell = self.cells.setdefault((rb.algorithm.name, rb.base, size, direction), _Cell())
         if not cell.interleaved:
             members: dict[str, pairs.OneRound] = {}
             opened: list[tuple[Any, int]] = []
             for name, link in self.links.items():
-                if self._usable(link, rb.base, rb.algorithm) is not None or link.gone:
+                if link.gone or self._usable(link, rb.base, rb.algorithm) is not None:
                     continue
                 ident = next(self.ids)
                 try:
                     link.open(ident, rb.algorithm.name, rb.base, self.seed,
                               bool(options.get("isolate")), options.get("timeout"))
-                except Exception as exc:
+                except (Exception, limits.MeasurementTimeout) as exc:  # its cell says why
                     cell.interleaved[name] = exc
                     continue
                 opened.append((link, ident))

@@ -54,6 +54,7 @@ class FakeHash(CryptoPlugin):
     def supported(self):
         return frozenset({"sha256"})
     def open(self, algorithm, key, variant=None):
+        time.sleep(float(os.environ.get("QFAKE_OPEN_SLEEP") or 0))
         OPENED[0] += 1
         ns = int(os.environ.get("QFAKE_NS", "1000"))
         if OPENED[0] == 1:  # the first context opened here (known answers open later ones)
@@ -165,6 +166,21 @@ def test_a_retry_of_an_interleaved_cell_measures_again(pytester, fake):
     b = next(x for x in doc["results"] if x["plugin"] == "fakehash@b")
     assert [round(t / 1024) for t in b["tries"]] == [500000, 1000000]
     assert b["verdict"]["status"] == "passed on a retry"
+
+
+def test_an_interleaved_cell_whose_open_times_out_fails_only_that_target(pytester, fake,
+                                                                        monkeypatch):
+    # opening the local context takes 5 s, the limit is 2 s: local's cell fails with the
+    # timeout, a's is measured; the cell is opened on each target once
+    monkeypatch.setenv("QFAKE_OPEN_SLEEP", "5")
+    r = pytester.runpytest(*FAKE_MATRIX, "--qcrypto-rounds", "2", "--qcrypto-timeout", "2",
+                           "--qcrypto-interleave",
+                           "--qcrypto-target", fake_target("a", fake, QFAKE_OPEN_SLEEP=""))
+    assert r.ret == pytest.ExitCode.TESTS_FAILED, r.stdout.str()
+    r.assert_outcomes(passed=1, failed=1)
+    assert ("  x fakehash@local (all sizes) failed: timed out after 2 s in fakehash@local "
+            "sha256 at 1024 bytes") in r.outlines
+    assert any(line.split() == ["fakehash@a", "1000000.00"] for line in r.outlines)
 
 
 def test_the_ab_gate_without_interleaving_judges_whole_measurements(pytester, fake):
