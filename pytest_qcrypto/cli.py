@@ -96,6 +96,10 @@ def build_parser() -> argparse.ArgumentParser:
     speed.add_argument("-P", dest="plugins", metavar="plugin", action="append", default=[],
                        help=f"a crypto plugin (up to {settings.MAX_PLUGINS} times; rows in this "
                             "order). Default: the first available plugin.")
+    speed.add_argument("--target", dest="targets", metavar="NAME=SPEC", action="append",
+                       default=[], help="also measure in another Python interpreter, an "
+                       "execnet gateway spec (popen//python=PATH, ssh=user@host//python=python3"
+                       "): rows PLUGIN@NAME (repeatable; --qcrypto-target)")
     speed.add_argument("-v", dest="verbose", action="count", default=0,
                        help="print the counts and times per plugin before each table, and "
                             "the cell being measured on standard error")
@@ -241,6 +245,7 @@ def speed_args(ns: argparse.Namespace, extra: Sequence[str]) -> list[str]:
         args += [a for option in selecting for a in (option, settings.ALL)]
     for plugin in ns.plugins:
         args += ["--qcrypto-plugin", plugin]
+    args += [f"--qcrypto-target={target}" for target in ns.targets]
     return args + joined(extra)
 
 

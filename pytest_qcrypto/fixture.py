@@ -265,8 +265,11 @@ class QcryptoFixture:
     def __init__(self, registry: Callable[[], Registry], record: Recorder, rng: Randomness,
                  options: MeasureOptions | None = None,
                  interrupted: Callable[[], bool] = lambda: False, *,
-                 criteria: CriteriaOf | None = None, meter: WaitMeter | None = None) -> None:
+                 criteria: CriteriaOf | None = None, meter: WaitMeter | None = None,
+                 targets: Any = None) -> None:
         self._registry = registry
+        #: ``--qcrypto-target``'s plugin (pytest_qcrypto.targets): opens ``PLUGIN@NAME``
+        self._targets = targets
         self._record = record
         #: with the regression gate on: what each measurement is judged against, and the
         #: meter of the waits for a CPU, started when the item started
@@ -286,6 +289,16 @@ class QcryptoFixture:
 
         Skips the test when the plugin is unavailable or lacks the algorithm.
         """
+        if self._targets is not None and "@" in plugin:  # measured on a --qcrypto-target
+            try:
+                remote = self._targets.open(algorithm, plugin, self.options.isolate,
+                                            self.options.timeout)
+            except limits.MeasurementTimeout as exc:
+                fail(f"timed out after {exc.seconds:g} s in {plugin} {algorithm} opening a "
+                     "context")
+            except Exception as exc:  # what the plugin's open() raised there
+                _open_failed(f"{plugin} {algorithm}", exc)
+            return self._opened(remote)
         try:
             registry = self._registry()
             selection = registry.resolve(plugin)

@@ -85,9 +85,11 @@ def matrix_algorithms(run: Run) -> list[Algorithm]:
 def cases(run: Run) -> Iterator[Case]:
     """The speed matrix, in table order: algorithm, then plugin, then size."""
     s = run.settings
-    for alg, sel, size in product(matrix_algorithms(run), run.selections, s.sizes):
-        yield Case(alg.name, sel.typed, size, s.decrypt and alg.can_decrypt,
-                   s.roundtrip and alg.can_roundtrip)
+    targets = getattr(run, "target_names", None) or [""]  # --qcrypto-target: PLUGIN@NAME
+    for alg, sel, size, target in product(matrix_algorithms(run), run.selections, s.sizes,
+                                          targets):
+        yield Case(alg.name, f"{sel.typed}@{target}" if target else sel.typed, size,
+                   s.decrypt and alg.can_decrypt, s.roundtrip and alg.can_roundtrip)
 
 
 def check_all(run: Run) -> None:

@@ -251,6 +251,22 @@ OPTIONS: tuple[Option, ...] = (
            help="run each measurement in N threads of this process at once (each its own "
                 "context; summed as --qcrypto-jobs), and measure it in one thread too: a line "
                 "under the table says whether the library releases the GIL (default 1)."),
+    # checked by pytest_qcrypto.targets.read_options
+    Option("--qcrypto-target", action="append", metavar="NAME=SPEC", default=[],
+           ini="qcrypto_targets", ini_type="linelist",
+           ini_help="targets to measure on, one NAME=SPEC a line (like --qcrypto-target).",
+           help="also measure every plugin in another Python interpreter: SPEC is an execnet "
+                "gateway spec (popen//python=.venv-old/bin/python, ssh=user@board//python="
+                "python3) where the same pytest-qcrypto is installed; rows become PLUGIN@NAME, "
+                "this process being PLUGIN@local (repeatable)."),
+    Option("--qcrypto-interleave", action="store_true", default=False,
+           help="with --qcrypto-target: measure each cell on all targets at once, their rounds "
+                "taken in turn, and print each target's ratio against the first with a 95%% "
+                "confidence interval from the paired rounds."),
+    Option("--qcrypto-compare-target", metavar="NAME",
+           help="with --qcrypto-target: judge every other target against target NAME's figure "
+                "of the same cell, with the gate's thresholds, floors and retries, and fail "
+                "the cells that regressed (an A/B gate without a stored baseline)."),
     Option("--qcrypto-command", metavar="NAME", hidden=True,
            help="the command that runs pytest, for messages (set by the qcrypto command)."),
     Option("--qcrypto-skip-unsuited-sizes", action="store_true", default=False, hidden=True,

@@ -21,6 +21,7 @@ from typing import Any
 import pytest
 
 from pytest_qcrypto import catalog, cost_model, gate, jobs, machine, matrix, options, settings
+from pytest_qcrypto import targets as remote_targets
 from pytest_qcrypto.bench import Case, Randomness
 from pytest_qcrypto.gate_plugin import (GATE_KEY, GateOptions, GatePlugin, PluginNames,
                                         has_floor_marker, read_options, wanted)
@@ -93,6 +94,7 @@ def pytest_configure(config: pytest.Config) -> None:
     config.pluginmanager.register(config.stash[MATRIX_KEY], MATRIX_NAME)
     if run.gate_wanted:
         run.start_gate(guard)
+    run.targets = remote_targets.start(config, run)  # --qcrypto-target, else None
 
 
 class RunSettings:
@@ -108,6 +110,9 @@ class RunSettings:
         #: the regression gate's options, read by check(); the gate runs when it is wanted
         self.gate_options: GateOptions = GateOptions()
         self.names = PluginNames(lambda: self.registry)
+        self.target_options = remote_targets.TargetOptions()
+        #: the --qcrypto-target plugin, when targets are given
+        self.targets: remote_targets.Targets | None = None
 
     # -- settings ----------------------------------------------------------------
 
@@ -244,6 +249,11 @@ class RunSettings:
             for typed in self.config.getoption("qcrypto_plot"):
                 plotting.check_writable(typed)
         _ = self.time_limits
+        self.target_options = remote_targets.read_options(self.config, self.gate_options.rules)
+
+    @property
+    def target_names(self) -> list[str]:  # --qcrypto-target: the matrix's rows are PLUGIN@NAME
+        return self.target_options.names if self.target_options.targets else []
 
     def cases(self) -> Iterator[Case]:
         """The speed matrix, in table order: algorithm, then plugin, then size."""
@@ -413,8 +423,10 @@ class QcryptoRun(RunSettings):
                                  s.check_roundtrip, threads=self.threads)
         interrupts = self._guard().interrupts
         gate = self.gate
+        criteria = (lambda m: gate.criteria(m, item)) if gate is not None else None
+        if self.targets is not None:  # --qcrypto-compare-target judges targets against one
+            criteria = self.targets.criteria(criteria)
         return QcryptoFixture(
             lambda: self.registry, lambda m, verdict: self.record(m, verdict, item), self.rng,
             options, interrupted=lambda: interrupts.seen is not None,
-            criteria=(lambda m: gate.criteria(m, item)) if gate is not None else None,
-            meter=self.meter)
+            criteria=criteria, meter=self.meter, targets=self.targets)

@@ -220,6 +220,8 @@ class ResultsFile:
     source: dict[str, Any] | None = None
     #: written, not read back: the run's cost-model fits (pytest_qcrypto.cost_model.Fit)
     cost_model: list[dict[str, Any]] = field(default_factory=list)
+    #: written, not read back: per ``--qcrypto-target`` name, its spec, version and machine
+    targets: dict[str, Any] | None = None
 
     def to_json(self) -> dict[str, Any]:
         doc = {
@@ -239,6 +241,8 @@ class ResultsFile:
             doc["cost_model"] = self.cost_model
         if self.source is not None:
             doc["source"] = self.source
+        if self.targets:
+            doc["targets"] = self.targets
         return doc
 
     def plugin_entry(self, canonical: str) -> dict[str, Any] | None:

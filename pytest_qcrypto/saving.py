@@ -28,6 +28,8 @@ class PluginNames:
         self._registry = registry
         self._canonical: dict[str, str] = {}
         self._versions: dict[str, str] = {}
+        #: ``--qcrypto-target``'s plugin (pytest_qcrypto.targets): the ``PLUGIN@NAME`` entries
+        self.remote: Any = None
 
     def canonical(self, typed: str) -> str:
         """The canonical plugin name of a typed one (the typed name if it does not resolve)."""
@@ -54,6 +56,8 @@ class PluginNames:
         for entry_typed, entry in entries.items():
             entry["drivers"] = sorted({r.driver for r in saved
                                        if r.plugin == entry_typed and r.driver})
+        if self.remote is not None:
+            entries.update(self.remote.plugin_entries(typed, list(saved)))
         return entries
 
 
@@ -85,7 +89,8 @@ def save(config: pytest.Config, session: pytest.Session, exitstatus: int, ran_to
                           plugins=names.entries(saved), complete=complete,
                           settings=run_settings, machine_state=state,
                           cost_model=[f.to_json() for f in cost_model.fit_all(saved)],
-                          source=source_tree.git_source(config.rootpath))
+                          source=source_tree.git_source(config.rootpath),
+                          targets=names.remote.targets_entry() if names.remote else None)
         target = results.save(path, doc)
     except OSError as exc:
         if session.exitstatus in (pytest.ExitCode.OK, pytest.ExitCode.NO_TESTS_COLLECTED):

@@ -13,7 +13,7 @@ from packaging.requirements import Requirement
 ROOT = Path(__file__).resolve().parent.parent
 CONSTRAINTS = ROOT / ".ci" / "minimum-versions.txt"
 #: The runtime dependencies whose oldest versions the job installs.
-FLOORED = ("pytest", "pluggy", "cryptography", "pycryptodome")
+FLOORED = ("pytest", "pluggy", "cryptography", "pycryptodome", "execnet")
 
 
 def pyproject_dependencies() -> dict[str, Requirement]:

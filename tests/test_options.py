@@ -26,6 +26,9 @@ OPTIONS_BEFORE = [
     # issue 14: suspicious speed-ups
     ("--qcrypto-max-speedup", "X"), ("--qcrypto-strict", None),
     ("--qcrypto-model", None),  # issue 17: where the time goes
+    # issue 16: other interpreters and hosts, A/B in one run
+    ("--qcrypto-target", "NAME=SPEC"), ("--qcrypto-interleave", None),
+    ("--qcrypto-compare-target", "NAME"),
 ]
 #: Every ini key and its type as pytest --help showed them before the table.
 INI_BEFORE = [
@@ -37,6 +40,7 @@ INI_BEFORE = [
     ("qcrypto_allow_missing", "bool"), ("qcrypto_require_same_machine", "bool"),
     ("qcrypto_count", "string"),  # issue 13
     ("qcrypto_max_speedup", "string"), ("qcrypto_strict", "bool"),  # issue 14
+    ("qcrypto_targets", "linelist"),  # issue 16
 ]
 
 
