@@ -17,7 +17,7 @@ PACKAGE = Path(__file__).resolve().parent.parent / "pytest_qcrypto"
 #: ``backends`` not named here (one per crypto plugin) are in the layer of "backends.*".
 LAYERS: dict[str, int] = {
     # the core: plain Python, never pytest
-    "catalog": 0,
+    "kinds": -1, "kdf_names": -1, "catalog": 0,
     "settings": 1, "strictjson": 1, "cryptotest_names": 1, "procs": 1, "files": 1, "backends.base": 1,
     "known_answers": 2, "harness": 2, "limits": 2,
     "backends.cryptodev_abi": 2, "backends.afalg_kernel": 2,
