@@ -301,6 +301,9 @@ def parse_algorithms(values: Iterable[str] | None, kinds: tuple[str, ...],
             found += [a for a in catalog.algorithms(kinds) if a not in found]
             continue
         alg = catalog.lookup(name)
+        problem = catalog.kdf_problem(name) if alg is None and catalog.KDF in kinds else None
+        if problem:  # a KDF's parameters in its name, out of range or misspelt
+            raise SettingsError(f"{option}: {problem}")
         if alg is None or not alg.is_of(kinds):
             if alg is not None:
                 hint = (f"; {alg.name} is a {alg.table_kind}: use "
@@ -325,8 +328,11 @@ def check_plugin_count(typed: Sequence[str], option: str = "--qcrypto-plugin") -
 
 def check_sizes(algorithms: Iterable[Algorithm], sizes: Iterable[int],
                 option: str = "--qcrypto-size") -> None:
-    """Every size must suit every algorithm's mode (CBC/ECB blocks, XTS minimum)."""
+    """Every size must suit every algorithm's mode (CBC/ECB blocks, XTS minimum); the
+    kinds without a buffer size (``KindRules.sized`` False) take no size and are left out."""
     for alg in algorithms:
+        if not alg.rules.sized:
+            continue
         for size in sizes:
             problem = alg.size_problem(size)
             if problem:
