@@ -163,6 +163,13 @@ class Measurement:
         return self.operations / self.median_s
 
     @property
+    def rate(self) -> float:
+        """The median round's work per second in the cell's own unit of work: bytes (a sized
+        cell, :attr:`bytes_per_second`) or operations (size 0, :attr:`ops_per_s`).  What the
+        regression gate compares (a ratio of two rates is the same in KiB/s)."""
+        return self.operations * (self.size or 1) / self.median_s
+
+    @property
     def sized(self) -> bool:
         """Whether this is a cell with a buffer size: ``size`` 0 marks the cells of the kinds
         without one (``KindRules.sized`` False), whose figure is in ops/s."""

@@ -228,7 +228,9 @@ OPTIONS: tuple[Option, ...] = (
            help="per-cell thresholds, lines 'ALGORITHM[:PLUGIN[:SIZE]] = PCT', * is a "
                 "wildcard; the most specific line wins, ties go to the later line."),
     Option(None, ini="qcrypto_floors", ini_type="linelist", parse=gate.parse_kib_per_s,
-           help="minimum KiB/s per cell, lines 'ALGORITHM[:PLUGIN[:SIZE]] = KIB_PER_S'."),
+           help="minimum KiB/s per cell, lines 'ALGORITHM[:PLUGIN[:SIZE]] = KIB_PER_S'; the "
+                "kinds without a buffer size (--qcrypto-pkey, --qcrypto-kdf) in ops/s, their "
+                "operation in place of the size: 'ed25519:openssl:sign = 5000'."),
     Option("--qcrypto-confirm", metavar="N", ini="qcrypto_confirm", parse=_confirm,
            ini_help="default --qcrypto-confirm.",
            help=f"measure a regressed or below-floor cell up to N more times before failing "
