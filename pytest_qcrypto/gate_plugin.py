@@ -334,7 +334,7 @@ class GatePlugin:
         if self.baseline is None:
             return None
         return change_grid(self.baseline.label, table.algorithm, table.direction,
-                           table.plugins, table.sizes, self.ledger.verdicts(), self.ledger.gone)
+                           table.plugins, table.columns, self.ledger.verdicts(), self.ledger.gone)
 
     def summary_lines(self) -> list[str]:
         """After the tables: regressions, floors, differences, missing and new cells, the file."""

@@ -19,7 +19,7 @@ from pytest_qcrypto.gate import (BUSY, MARK_NOTES, MARKS, NEW, NOISE, NOT_JUDGED
 
 
 def change_grid(baseline_path: object, algorithm: str, direction: str,
-                plugins: Sequence[str], sizes: Sequence[int],
+                plugins: Sequence[str], sizes: Sequence[Any],
                 verdicts: Mapping[CellKey, Verdict],
                 gone: Mapping[CellKey, str]) -> Changes | None:
     """The change grid of the table of (``algorithm``, ``direction``) with rows ``plugins``
@@ -31,7 +31,8 @@ def change_grid(baseline_path: object, algorithm: str, direction: str,
     used: set[str] = set()
     for p in plugins:
         for s in sizes:
-            cell = (algorithm, p, s, direction)
+            # a size-less table (direction empty) has a column per operation, cells of size 0
+            cell = (algorithm, p, s, direction) if direction else (algorithm, p, 0, s)
             v = verdicts.get(cell)
             if v is not None and v.change is not None:
                 mark = MARKS.get(v.status, "")

@@ -80,11 +80,11 @@ def _measurement(r: Any) -> Measurement:
         count, rounds, figure_only = r.count, tuple(r.rounds_s), False
     else:
         per_iteration = catalog.OPERATIONS_PER_ITERATION.get(r.direction, 1)
-        count, rounds, figure_only = 1, (per_iteration * r.size / r.bytes_per_second,), True
+        count, rounds, figure_only = 1, (per_iteration * (r.size or 1) / r.bytes_per_second,), True
     per_iteration = catalog.OPERATIONS_PER_ITERATION.get(r.direction, 1)
     workers = tuple(
         WorkerRecord(w.count, tuple(w.rounds_s), tuple(w.cpu_s),
-                     tuple(w.count * per_iteration * r.size / s / KIB for s in w.rounds_s))
+                     tuple(w.count * per_iteration * r.size / s / KIB for s in w.rounds_s))  # 0: size-less
         for w in getattr(r, "workers", ())) if not figure_only else ()
     return Measurement(r.algorithm, r.plugin, r.size, r.direction, count, rounds,
                        tuple(r.cpu_s), r.canonical_plugin, r.operation, r.driver, r.hardware,

@@ -281,7 +281,10 @@ def parse_seed(text: object, option: str = "--qcrypto-seed") -> int:
 
 
 #: An example list of names for each table word, in messages about a bad list.
-_EXAMPLES = {"digest": "sha256,md5", "MAC": "hmac-sha256,cmac-aes-128"}
+_EXAMPLES = {"digest": "sha256,md5", "MAC": "hmac-sha256,cmac-aes-128",
+             "public-key algorithm": "ed25519,ml-kem-768", "KDF": "scrypt,pbkdf2-sha256"}
+#: The word of a list of kinds that no table word covers (``--qcrypto-pkey``'s four).
+_WORDS = {catalog.OPTION_GROUPS["pkey"]: "public-key algorithm"}
 
 
 def parse_algorithms(values: Iterable[str] | None, kinds: tuple[str, ...],
@@ -291,7 +294,7 @@ def parse_algorithms(values: Iterable[str] | None, kinds: tuple[str, ...],
     The name :data:`ALL` stands for every algorithm of the kinds, in catalog order.
     """
     found: list[Algorithm] = []
-    word = catalog.group_word(kinds)
+    word = _WORDS.get(tuple(kinds)) or catalog.group_word(kinds)
     texts = [str(v) for v in values or ()]
     if any(t.strip() for t in texts):  # nothing at all is "no algorithm name given"
         check_elements(texts, option, f"{word} names",
