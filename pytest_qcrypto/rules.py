@@ -122,7 +122,9 @@ def parse_pattern(pattern: str, where: str) -> tuple[str | None, str | None, int
     operations = [str(d) for d in sizeless.directions] \
         if sizeless is not None and not sizeless.rules.sized else None
     if operations is not None and len(parts) >= 3 and parts[-1].lower() in operations:
-        return sizeless.name, ":".join(parts[1:-1]).lower(), parts[-1].lower()  # type: ignore
+        plugin_text = ":".join(parts[1:-1])
+        return (sizeless.name, None if plugin_text == WILDCARD else plugin_text.lower(),  # type: ignore
+                parts[-1].lower())
     if operations is not None and len(parts) >= 3 and parts[-1].lstrip("+-").isnumeric():
         raise SettingsError(f"{where}: {sizeless.name} has no buffer size (a {sizeless.word}:"  # type: ignore
                             f" figures in ops/s); give one of its operations "
