@@ -22,6 +22,7 @@ LAYERS: dict[str, int] = {
     "known_answers": 2, "harness": 2, "limits": 2,
     "backends.cryptodev_abi": 2, "backends.afalg_kernel": 2,
     "backends.afalg_contexts": 3, "backends.devcrypto_sessions": 3,
+    "backends.openssl_pkey": 3, "backends.pycryptodome_pkey": 3,
     "isolate": 3, "interrupts": 3, "jobs": 3, "machine": 3, "tables": 3, "rules": 3,
     "cost_model": 3,
     "backends.*": 4, "markdown": 4,
