@@ -167,9 +167,9 @@ class OpenSSLPlugin(CryptoPlugin):
     def supported(self) -> frozenset[str]:
         from cryptography.hazmat.backends.openssl import backend
 
-        from pytest_qcrypto.backends import openssl_pkey
+        from pytest_qcrypto.backends.openssl_pkey import supported_names
 
-        found = openssl_pkey.supported_names()
+        found = supported_names()
         for alg in catalog.ALGORITHMS:
             if not alg.rules.sized:
                 continue
@@ -198,9 +198,9 @@ class OpenSSLPlugin(CryptoPlugin):
         if algorithm.name == "des-cbc":
             raise Unsupported(NO_SINGLE_DES)
         if not algorithm.rules.sized:  # public-key kinds and KDFs: openssl_pkey.py
-            from pytest_qcrypto.backends import openssl_pkey
+            from pytest_qcrypto.backends.openssl_pkey import open_context
 
-            return openssl_pkey.open_context(algorithm, key)
+            return open_context(algorithm, key)
         return _CONTEXTS[algorithm.kind](algorithm, key)
 
 
