@@ -19,9 +19,10 @@ LAYERS: dict[str, int] = {
     # the core: plain Python, never pytest
     "kinds": -1, "kdf_names": -1, "catalog": 0,
     "settings": 1, "strictjson": 1, "cryptotest_names": 1, "procs": 1, "files": 1, "backends.base": 1,
-    "known_answers": 2, "harness": 2, "limits": 2,
+    "known_answers": 2, "harness": 2, "limits": 2, "pkey_checks": 3,
     "backends.cryptodev_abi": 2, "backends.afalg_kernel": 2,
     "backends.afalg_contexts": 3, "backends.devcrypto_sessions": 3,
+    "backends.openssl_pkey": 3, "backends.pycryptodome_pkey": 3,
     "isolate": 3, "interrupts": 3, "jobs": 3, "machine": 3, "tables": 3, "rules": 3,
     "cost_model": 3,
     "backends.*": 4, "markdown": 4, "ops_layouts": 4,

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass, replace
+from functools import partial
 from itertools import repeat
 
 from pytest_qcrypto import catalog
@@ -158,10 +159,15 @@ class Context:
         :class:`AuthenticationError` when it does not decrypt."""
         raise Unsupported(f"{self.algorithm.name} is not a public-key encryption")
 
-    def derive_key(self, password: bytes, salt: bytes) -> bytes:
+    def derive_key(self, password: bytes, salt: bytes, *, secret: bytes = b"",
+                   associated_data: bytes = b"") -> bytes:
         """The key (``algorithm.digest_size`` bytes) derived from ``password`` and ``salt``
         with the algorithm's parameters (``algorithm.params``); HKDF takes ``password`` as
-        its input key material and an empty info."""
+        its input key material and an empty info.  ``secret`` and ``associated_data`` are
+        Argon2's optional inputs K and X (RFC 9106 section 3.1; its known answer uses
+        them): a plugin that cannot take them raises :class:`Unsupported` when they are
+        not empty, and every other KDF rejects them that way too.  bcrypt's key is the
+        23-byte hash decoded from its modular-crypt string."""
         raise Unsupported(f"{self.algorithm.name} is not a KDF")
 
     def runner(self, work: Workload) -> Runner:
@@ -196,6 +202,19 @@ class Context:
 
     def close(self) -> None:
         """Release what the context holds (a session, a socket).  Safe to call twice."""
+
+
+def call_loop(call: Callable[..., object], *args: object) -> Runner:
+    """A runner that calls ``call(*args)`` ``count`` times (the arguments bound once, in C
+    by :func:`functools.partial`): the loop of the public-key and KDF contexts, whose one
+    operation (tens of microseconds and more) dwarfs the partial's tens of nanoseconds."""
+    op = partial(call, *args) if args else call
+
+    def run(count: int, op: Callable[[], object] = op) -> None:
+        for _ in repeat(None, count):
+            op()
+
+    return run
 
 
 class CryptoPlugin:
