@@ -30,6 +30,15 @@ def doubles(pytester, monkeypatch):
     return pytester
 
 
+def _has(alg, plugin):
+    """Whether the built-in ``plugin`` is available here and has ``alg``."""
+    from pytest_qcrypto.registry import _builtin_registry
+
+    registry = _builtin_registry()
+    p = registry.resolve(plugin).plugin
+    return registry.unavailable(p) is None and alg in registry.supported(p)
+
+
 def block(lines, first, n):
     """The ``n`` lines from the one that is ``first``."""
     i = lines.index(first)
@@ -110,8 +119,9 @@ def test_qcrypto_tables_in_ops_per_second_with_verbose_lines(clock):
         "parameters: N=16384, r=8, p=1",
         "plugin      derive",
         "clockplug     4.00"]
-    assert CALLS == [("clockplug", "ed25519", ())] * 2 + [("clockplug", "ml-kem-768", ())] * 3 \
-        + [("clockplug", "scrypt-n16384-r8-p1", ())]  # checked before each cell is timed
+    # checked before each cell is timed (the built-in plugins that have them are its peers)
+    assert [(typed, alg) for typed, alg, _ in CALLS] == [("clockplug", "ed25519")] * 2 + [
+        ("clockplug", "ml-kem-768")] * 3 + [("clockplug", "scrypt-n16384-r8-p1")]
 
 
 def test_openssl_layout_seconds_per_operation_then_operations_per_second(clock):
@@ -153,7 +163,9 @@ def test_checks_cross_every_other_available_plugin_and_pass(doubles):
                           "--qcrypto-min-time", "0.001", "--qcrypto-rounds", "1")
     assert r.ret == 0, r.stdout.str()
     # the peers are every other registered, available plugin with ed25519, chosen or not
-    assert CALLS == [("doubleplug", "ed25519", ("peerplug", "slowplug"))] * 2
+    # (the built-in ones first, where they have it)
+    builtin = tuple(p for p in ("openssl", "pycryptodome") if _has("ed25519", p))
+    assert CALLS == [("doubleplug", "ed25519", (*builtin, "peerplug", "slowplug"))] * 2
 
 
 def test_a_wrong_signature_fails_its_items_in_one_line_naming_scheme_and_check(doubles,
@@ -165,11 +177,13 @@ def test_a_wrong_signature_fails_its_items_in_one_line_naming_scheme_and_check(d
     assert r.ret == pytest.ExitCode.TESTS_FAILED
     out = r.stdout.str()
     r.assert_outcomes(passed=2, failed=2)
-    assert ("peerplug ed25519: cross-plugin check: doubleplug rejects peerplug's signature"
+    first = next(p for p in ("openssl", "pycryptodome", "doubleplug") if p == "doubleplug"
+                 or _has("ed25519", p))  # the first peer says no
+    assert (f"peerplug ed25519: cross-plugin check: {first} rejects peerplug's signature"
             in r.stdout.lines)
     assert "Traceback" not in out and "pkey_doubles.py" not in out
     assert ("  x peerplug (all operations) failed: peerplug ed25519: cross-plugin check: "
-            "doubleplug rejects peerplug's signature") in r.stdout.lines
+            f"{first} rejects peerplug's signature") in r.stdout.lines
 
 
 # -- the fixture and the marker ----------------------------------------------------------------
