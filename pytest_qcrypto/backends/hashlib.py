@@ -109,9 +109,11 @@ class HashlibPlugin(CryptoPlugin):
 
     def implementation(self, algorithm: Algorithm) -> str:
         """``CPython's _blake2`` or ``OpenSSL 3.0.19``, see :func:`implementation_of`
-        (HMACs: :func:`hmac_implementation_of`)."""
+        (HMACs: :func:`hmac_implementation_of`; PBKDF2 and scrypt: the OpenSSL CPython links)."""
         if algorithm.is_of((Kind.MAC,)):
             return hmac_implementation_of(algorithm.family)
+        if algorithm.is_of((Kind.KDF,)):  # pbkdf2_hmac and scrypt: CPython's OpenSSL calls
+            return openssl_name()
         return implementation_of(_hashlib_name(algorithm.name))
 
     def supported(self) -> frozenset[str]:

@@ -74,7 +74,9 @@ def _has(alg: Algorithm) -> bool:
     if fam in ("ecdsa", "ecdh", "eddsa", "xdh"):
         from Crypto.PublicKey import ECC
 
-        if _CURVES[alg.curve] not in getattr(ECC, "_curves", {}):
+        # PyCryptodome before 3.9 has one curve, P-256 (ECC._curve), and no ECC._curves table
+        curves = getattr(ECC, "_curves", {"P-256": None} if hasattr(ECC, "_curve") else {})
+        if _CURVES[alg.curve] not in curves:
             return False
         if fam == "ecdsa":
             from Crypto.Signature import DSS  # noqa: F401
@@ -101,6 +103,10 @@ def _has(alg: Algorithm) -> bool:
         return _ml(alg)[0] is not None
     from Crypto.Protocol import KDF
 
+    if fam == "pbkdf2-sha256":  # hmac_hash_module (PBKDF2 with a C HMAC) is a later addition
+        import inspect
+
+        return "hmac_hash_module" in inspect.signature(KDF.PBKDF2).parameters
     return hasattr(KDF, {"pbkdf2-sha256": "PBKDF2", "scrypt": "scrypt", "bcrypt": "bcrypt",
                          "hkdf-sha256": "HKDF"}.get(fam, "-"))
 
@@ -129,6 +135,12 @@ def open_context(alg: Algorithm, key: bytes) -> Context:
     return _CONTEXTS[alg.kind](alg, key)
 
 
+def _public(key: Any) -> Any:
+    """The public key of ``key`` (``publickey()`` for RSA: PyCryptodome before 3.9 has no
+    ``public_key()`` there)."""
+    return key.publickey() if hasattr(key, "publickey") else key.public_key()
+
+
 class _KeyPairContext(Context):
     def __init__(self, algorithm: Algorithm, key: bytes) -> None:
         super().__init__(algorithm, key)
@@ -149,15 +161,15 @@ class _KeyPairContext(Context):
         return partial(ECC.generate, curve=_CURVES[alg.curve])
 
     def public_key(self) -> bytes:
-        alg, pub = self.algorithm, self._priv.public_key()
+        alg, pub = self.algorithm, _public(self._priv)
         if alg.family == "rsa":
             return pub.export_key("DER")
         if alg.family == "ml-kem":
             return pub.ek
         if alg.family == "ml-dsa":
             return pub.pk
-        if alg.family in ("ecdsa", "ecdh"):
-            n = pub.pointQ.size_in_bytes()
+        if alg.family in ("ecdsa", "ecdh"):  # SEC1 uncompressed, built by hand (3.7.1 has no 'SEC1')
+            n = (alg.bits + 7) // 8
             return b"\x04" + int(pub.pointQ.x).to_bytes(n, "big") + int(pub.pointQ.y).to_bytes(n, "big")
         return pub.export_key(format="raw")
 
@@ -253,13 +265,13 @@ class _SignatureContext(_KeyPairContext):
         prepared = self._prepare(work.data)
         if work.operation == "verify":
             signature = self._scheme(self._priv).sign(prepared)
-            return call_loop(self._scheme(self._priv.public_key()).verify, prepared, signature)
+            return call_loop(self._scheme(_public(self._priv)).verify, prepared, signature)
         return call_loop(self._scheme(self._priv).sign, prepared)
 
 
 def _key_pair(generate: Any) -> Any:
     """A key pair with its public key computed (``generate().public_key()``)."""
-    return generate().public_key()
+    return _public(generate())
 
 
 class _AgreementContext(_KeyPairContext):
@@ -274,7 +286,7 @@ class _AgreementContext(_KeyPairContext):
             return call_loop(_key_pair, self._generator())
         from Crypto.Protocol.DH import key_agreement
 
-        peer = self._generator()().public_key()
+        peer = _public(self._generator()())
         return call_loop(partial(key_agreement, static_priv=self._priv, static_pub=peer,
                                  kdf=bytes))
 
@@ -290,7 +302,7 @@ class _KemContext(_KeyPairContext):
     def runner(self, work: Workload) -> Runner:
         if work.operation == "keygen":
             return call_loop(self._generator())
-        pub = self._priv.public_key()
+        pub = _public(self._priv)
         if work.operation == "encaps":
             return call_loop(pub._encaps)
         _secret, ciphertext = pub._encaps()
@@ -316,9 +328,9 @@ class _PkeContext(_KeyPairContext):
 
     def runner(self, work: Workload) -> Runner:
         if work.operation == "decrypt":
-            ciphertext = _oaep(self._priv.public_key()).encrypt(work.data)
+            ciphertext = _oaep(_public(self._priv)).encrypt(work.data)
             return call_loop(_oaep(self._priv).decrypt, ciphertext)
-        return call_loop(_oaep(self._priv.public_key()).encrypt, work.data)
+        return call_loop(_oaep(_public(self._priv)).encrypt, work.data)
 
 
 def bcrypt_hash(crypt: bytes) -> bytes:
