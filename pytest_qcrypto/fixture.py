@@ -310,7 +310,7 @@ class QcryptoFixture:
         why = registry.unavailable(selection.plugin)
         if why is not None:
             pytest.skip(f"{plugin}: unavailable: {why}")
-        if alg.name not in registry.supported(selection.plugin):
+        if pkey_bench.listed_as(alg) not in registry.supported(selection.plugin):
             why = registry.unavailable(selection.plugin)
             pytest.skip(f"{plugin}: unavailable: {why}" if why
                         else f"{plugin} does not support {alg.name}")
@@ -363,8 +363,8 @@ def peers_of(registry: Registry, selection: Selection,
     them: the cross-plugin checks of a size-less algorithm (``pkey_bench.check``).  Each is
     (name, a function that opens its context of an algorithm with a fresh key pair)."""
     return [(p.name, lambda a, p=p: p.open(a, b"", None)) for p in registry.plugins
-            if p.name != selection.canonical and registry.unavailable(p) is None
-            and alg.name in registry.supported(p)]
+            if p is not selection.plugin and registry.unavailable(p) is None
+            and pkey_bench.listed_as(alg) in registry.supported(p)]
 
 
 # -- the fixtures (pytest finds them through pytest_qcrypto.plugin) ------------------------

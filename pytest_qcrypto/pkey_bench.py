@@ -21,7 +21,7 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from typing import Any
 
-from pytest_qcrypto import settings
+from pytest_qcrypto import catalog, settings
 from pytest_qcrypto.backends.base import Context, Workload
 from pytest_qcrypto.catalog import Algorithm, Direction
 
@@ -35,6 +35,14 @@ SALT_SIZE = 16
 Opener = Callable[[Algorithm], Context]
 #: The other plugins a known-answer check may cross with: (name, opener) pairs.
 Peers = Sequence[tuple[str, Opener]]
+
+
+def listed_as(alg: Algorithm) -> str:
+    """The name a plugin's ``supported()`` lists ``alg`` by: its own, or for a KDF with
+    parameters other than the defaults (``scrypt-n1024-r8-p1``), its family's default entry
+    (``scrypt-n16384-r8-p1``): a plugin that has scrypt takes any of its parameters."""
+    default = catalog.lookup(alg.family) if alg.params else None
+    return default.name if default is not None and default.params else alg.name
 
 
 def operation_problem(alg: Algorithm, size: object, operation: object) -> str | None:

@@ -155,6 +155,16 @@ def test_csv_and_markdown_say_ops_per_second(clock):
     assert "| clockplug | 4.00 |" in r.stdout.lines
 
 
+def test_a_kdf_with_other_parameters_runs_where_its_family_is_supported(clock):
+    # clockplug lists scrypt by its default entry (scrypt-n16384-r8-p1), as plugins do
+    r = clock.runpytest("--qcrypto-kdf", "scrypt-n1024", "--qcrypto-plugin", "clockplug")
+    assert r.ret == 0, r.stdout.str()
+    assert block(r.stdout.lines, "Benchmark results for 'scrypt-n1024-r8-p1' KDF (ops/s):",
+                 4) == ["Benchmark results for 'scrypt-n1024-r8-p1' KDF (ops/s):",
+                        "parameters: N=1024, r=8, p=1", "plugin       derive",
+                        "clockplug   1000.00"]
+
+
 # -- correctness before timing -----------------------------------------------------------------
 
 
