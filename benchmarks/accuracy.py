@@ -15,6 +15,9 @@ every other pair) so that drift of a shared, noisy machine hits both alike:
    ``for _ in repeat(None, n)`` loop over the same library calls with
    everything pre-bound (AEAD: a new nonce per message), timed by hand at the
    same count, median of three runs.  Target: >= 0.95 at 16 B, >= 0.98 at 32 KiB.
+   And for two kinds without a buffer size (``pkey``): the openssl plugin's ops/s of
+   ed25519 sign and ml-kem-768 encaps against a hand-written pyca/cryptography loop
+   (``key.sign(message)``, ``public_key.encapsulate()``) at the same count.  Target: >= 0.97.
 2. plugin / ``openssl speed -elapsed -evp ALG -bytes S``, where the command
    line links the same OpenSSL version as the plugin.  Target: >= 0.97 at
    32 KiB for hashlib sha256.
@@ -66,6 +69,7 @@ from pytest_qcrypto.registry import Selection
 SMALL, LARGE = 16, 32768
 #: (size -> minimum ratio) per part
 LOOP_TARGET = {SMALL: 0.95, LARGE: 0.98}
+PKEY_TARGET = 0.97
 OPENSSL_TARGET = {LARGE: 0.97}
 CV_TARGET = {SMALL: 0.03, LARGE: 0.02}
 MATRIX_TARGET_S = 15.0
@@ -139,6 +143,75 @@ def loop_pyca_aes_256_gcm(size: int) -> Loop:
             encrypt_into(nonce, data, None, out)
 
     return loop
+
+
+def loop_pyca_ed25519_sign() -> Loop:
+    from cryptography.hazmat.primitives.asymmetric import ed25519
+
+    key, message = ed25519.Ed25519PrivateKey.generate(), os.urandom(32)
+
+    def loop(n: int, sign: Any = key.sign, message: bytes = message) -> None:
+        for _ in repeat(None, n):
+            sign(message)
+
+    return loop
+
+
+def loop_pyca_ml_kem_768_encaps() -> Loop:
+    from cryptography.hazmat.primitives.asymmetric import mlkem
+
+    public = mlkem.MLKEM768PrivateKey.generate().public_key()
+
+    def loop(n: int, encapsulate: Any = public.encapsulate) -> None:
+        for _ in repeat(None, n):
+            encapsulate()
+
+    return loop
+
+
+#: (algorithm, operation, the hand-written loop) of the openssl plugin's size-less rows
+PKEY_ROWS = (("ed25519", "sign", loop_pyca_ed25519_sign),
+             ("ml-kem-768", "encaps", loop_pyca_ml_kem_768_encaps))
+
+
+def time_ops(loop: Loop, count: int, rounds: int) -> float:
+    """Operations per second of the median of ``rounds`` hand-timed runs, GC off."""
+    walls = []
+    for _ in range(rounds):
+        gc.disable()
+        try:
+            t0 = time.perf_counter_ns()
+            loop(count)
+            t1 = time.perf_counter_ns()
+        finally:
+            gc.enable()
+        walls.append((t1 - t0) / 1e9)
+    return count / statistics.median(walls)
+
+
+def part_pkey(args: argparse.Namespace, say: Callable[[str], None]) -> list[dict[str, Any]]:
+    say(f"1b. plugin / tight loop, no buffer size ({args.pairs} interleaved pairs; load "
+        f"average {fmt_load(load_now())})")
+    say(f"{'row':<29}{'plugin ops/s':>16}{'loop ops/s':>16}{'ratio':>8}{'best':>8}"
+        f"{'target':>9}  verdict")
+    out = []
+    for alg, operation, make in PKEY_ROWS:
+        with bench.open_context(Selection("openssl", OpenSSLPlugin()), alg) as ctx:
+            loop, name = make(), f"openssl {alg} {operation}"
+            count = ctx.measure(0, operation=operation, min_time=args.min_time).count  # warms up
+            figures = interleave({
+                "plugin": lambda: ctx.measure(0, operation=operation,
+                                              min_time=args.min_time).ops_per_s,
+                "loop": lambda: time_ops(loop, count, 3)}, args.pairs)
+            rec = {"row": name, "size": 0, "count": count, "reference": "loop",
+                   **compare(figures, "plugin", "loop"), "target": PKEY_TARGET}
+            rec["met"] = rec["ratio"] >= rec["target"]
+            out.append(rec)
+            say(f"{name:<29}{statistics.median(rec['plugin']):>16,.0f}"
+                f"{statistics.median(rec['loop']):>16,.0f}{rec['ratio']:>8.3f}"
+                f"{rec['best_ratio']:>8.3f}{'>=' + str(rec['target']):>9}  "
+                f"{verdict(rec['met'])}{noise_note(rec)}")
+    return out
 
 
 @dataclass(frozen=True)
@@ -447,7 +520,7 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--min-time", type=float, default=0.1,
                    help="the plugin's min-time, seconds (default 0.1, the plugin's default)")
     p.add_argument("--skip", action="append", default=[], metavar="PART",
-                   choices=["loop", "openssl", "stability", "matrix", "scaling"],
+                   choices=["loop", "pkey", "openssl", "stability", "matrix", "scaling"],
                    help="leave a part out (repeatable)")
     p.add_argument("--quick", action="store_true",
                    help="a smoke run: 1 pair, 2 repeats, min-time 0.01 s, no matrix; its "
@@ -487,7 +560,8 @@ def main(argv: list[str] | None = None) -> int:
         f"{'not exposed' if start_state.turbo is None else start_state.turbo}")
     for warning in machine.state_warnings(start_state):
         say(f"WARNING: {warning}")
-    parts = (("loop", "tight_loop", part_tight_loop), ("openssl", "openssl_speed", part_openssl),
+    parts = (("loop", "tight_loop", part_tight_loop), ("pkey", "pkey_loop", part_pkey),
+             ("openssl", "openssl_speed", part_openssl),
              ("stability", "stability", part_stability), ("matrix", "matrix", part_matrix),
              ("scaling", "scaling", part_scaling))
     for short, key, part in parts:
@@ -521,6 +595,9 @@ def summary(result: dict[str, Any]) -> list[dict[str, Any]]:
     out = []
     for r in result.get("tight_loop", []):
         out.append({"what": f"plugin / tight loop >= {r['target']} for {r['row']} at {r['size']} B "
+                            f"({r['ratio']:.3f})", "met": r["met"]})
+    for r in result.get("pkey_loop", []):
+        out.append({"what": f"plugin / tight loop >= {r['target']} for {r['row']} "
                             f"({r['ratio']:.3f})", "met": r["met"]})
     for r in result.get("openssl_speed", []):
         if r.get("target"):

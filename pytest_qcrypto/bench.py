@@ -18,12 +18,12 @@ import random
 from collections.abc import Callable
 from dataclasses import dataclass
 from functools import partial
-from itertools import cycle, islice, repeat
 from types import TracebackType
 
 from pytest_qcrypto import catalog, harness, isolate as isolation, jobs as multi, settings
 from pytest_qcrypto import known_answers
-from pytest_qcrypto import limits, threads as threaded
+from pytest_qcrypto import limits, pkey_bench, threads as threaded
+from pytest_qcrypto.known_answers import checked_roundtrip_runner  # noqa: F401 (its old home)
 from pytest_qcrypto.backends.base import Context, Unsupported, Workload
 from pytest_qcrypto.catalog import Algorithm, Direction
 from pytest_qcrypto.harness import Measurement
@@ -112,6 +112,9 @@ class BenchContext:
         self.key = key
         self.rng = rng
         self.checked = False
+        #: the other plugins a size-less algorithm's checks cross with (see
+        #: :func:`pytest_qcrypto.pkey_bench.check`), asked for when first checked
+        self.peers: Callable[[], pkey_bench.Peers] = tuple
         #: set when a measurement in this process timed out or was interrupted (Ctrl-C,
         #: SIGTERM), or a close() did not return: the plugin was stopped mid-call (or is
         #: stuck), so the context is never used again, only closed (errors ignored)
@@ -124,6 +127,11 @@ class BenchContext:
 
         Raises ``KnownAnswerError`` naming plugin, algorithm and vector.
         """
+        if not self.checked and not self.algorithm.rules.sized:
+            sel, rng = self.selection, self.rng
+            pkey_bench.check(sel.typed, self.algorithm,
+                             lambda a: open_plugin_context(sel, a, rng.key(a)), self.peers())
+            self.checked = True
         if not self.checked:
             plugin, variant, alg = self.selection.plugin, self.selection.variant, self.algorithm
             known_answers.check_vectors(self.selection.typed, alg,
@@ -159,8 +167,16 @@ class BenchContext:
     def measure(self, size: int, *, decrypt: bool = False, min_time: float = 0.1,
                 rounds: int = 3, jobs: int = 1, timeout: float | None = None,
                 isolate: bool = False, count: int | None = None, roundtrip: bool = False,
-                check_roundtrip: bool = False, threads: int = 1) -> Measurement:
+                check_roundtrip: bool = False, threads: int = 1,
+                operation: str | None = None) -> Measurement:
         """Time ``size``-byte operations (bytes; ``min_time`` in seconds).
+
+        The kinds without a buffer size (signatures, key agreement, KEMs, RSA encryption,
+        KDFs) take size 0 and ``operation``, one of the kind's directions (``sign``,
+        ``verify``, ``keygen``, ``derive``, ``encaps``, ``decaps``, ``encrypt``,
+        ``decrypt``; a KDF's only one may be left out): see :mod:`pytest_qcrypto.pkey_bench`.
+        Their known answers and cross-plugin checks run first (with :attr:`peers`); their
+        figure is :attr:`Measurement.ops_per_s`.
 
         ``count`` (iterations, 1 to 2**40; None: calibrate) runs exactly that many in every
         round instead of the doubling loop (``--qcrypto-count``).  ``roundtrip`` times,
@@ -194,7 +210,7 @@ class BenchContext:
         with ``isolate=True`` is opened, checked, measured and closed there,
         and a failure to open raises :class:`OpenError`.
         """
-        way = _Way(decrypt, roundtrip, check_roundtrip, count)
+        way = _Way(decrypt, roundtrip, check_roundtrip, count, operation or "")
         _check_measurable(self, size, min_time, rounds, jobs, way)
         threaded.check_threads(threads, jobs)
         body = partial(_measure_here, self, size, way, min_time, rounds, jobs, threads)
@@ -257,7 +273,11 @@ def _check_measurable(bench: BenchContext, size: object, min_time: object, round
     if bench.closed:
         raise RuntimeError(f"{bench.selection.typed} {bench.algorithm.name}: this context is "
                            "closed; open a new one")
-    problem = argument_problem(size, min_time, rounds, way.count)
+    problem = pkey_bench.operation_problem(bench.algorithm, size, way.operation)
+    if bench.algorithm.rules.sized:
+        problem = problem or argument_problem(size, min_time, rounds, way.count)
+    else:  # no buffer size: the other limits only
+        problem = problem or argument_problem(1, min_time, rounds, way.count)
     if way.decrypt and way.roundtrip:
         problem = "decrypt and roundtrip: choose one (a round trip times both directions)"
     if problem:
@@ -286,20 +306,28 @@ class _Way:
     roundtrip: bool = False
     check_roundtrip: bool = False
     count: int | None = None
+    operation: str = ""
 
 
 def _measure_here(bench: BenchContext, size: int, way: _Way, min_time: float, rounds: int,
                   jobs: int, threads: int = 1) -> Measurement:
     """:meth:`BenchContext.measure` in the process that holds the context: known answers,
-    round trip, then the timed rounds (in ``jobs`` processes, or ``threads`` threads, if > 1)."""
+    round trip, then the timed rounds (in ``jobs`` processes, or ``threads`` threads, if > 1).
+    A size-less cell (:mod:`pytest_qcrypto.pkey_bench`) has size 0 and times ``way.operation``."""
     bench.check()
     alg, ctx, typed = bench.algorithm, bench.context, bench.selection.typed
-    direction = alg.direction(way.decrypt, way.roundtrip)
+    sized = alg.rules.sized
+    direction = alg.direction(way.decrypt, way.roundtrip) if sized else \
+        pkey_bench.direction(alg, way.operation)
     roundtrip = direction == Direction.ROUNDTRIP
-    work = bench.workload(size, way.decrypt or roundtrip)
+    if sized:
+        work = bench.workload(size, way.decrypt or roundtrip)
+    else:
+        size, work = 0, pkey_bench.workload(alg, direction, bench.rng.bytes)
 
     def checked_runner(ctx: Context) -> Callable[[int], None]:
-        known_answers.check_round_trip(typed, alg, ctx, work)
+        if sized:
+            known_answers.check_round_trip(typed, alg, ctx, work)
         if roundtrip and way.check_roundtrip:
             run = checked_roundtrip_runner(typed, alg, ctx, work)
         else:
@@ -324,7 +352,7 @@ def _measure_here(bench: BenchContext, size: int, way: _Way, min_time: float, ro
             rounds=rounds, count=way.count)
         each = catalog.OPERATIONS_PER_ITERATION.get(direction, 1)
         workers = multi.worker_record(timing.workers, size, each)
-        one_thread = threaded.one_thread_bps(timing, size, each)
+        one_thread = threaded.one_thread_bps(timing, size or 1, each)  # a rate: bytes or ops
     elif way.count is not None:
         timing = harness.time_count(run, way.count, rounds=rounds)
     else:
@@ -338,32 +366,6 @@ def _measure_here(bench: BenchContext, size: int, way: _Way, min_time: float, ro
         jobs=jobs if jobs > 1 else 1, workers=workers, calibration_note=timing.note,
         iv=bytes(first_iv).hex(), threads=threads, one_thread_bps=one_thread,
         threads_cpu_wait=getattr(timing, "cpu_wait", None))
-
-
-def checked_roundtrip_runner(typed: str, alg: Algorithm, ctx: Context,
-                             work: Workload) -> Callable[[int], None]:
-    """A round-trip loop that checks every iteration (FreeBSD cryptotest's ``-c``): one-shot
-    ``ctx.encrypt`` of ``work.data`` (AEADs: the next nonce of ``work.nonces``) must differ
-    from the plaintext, and ``ctx.decrypt`` of it must give the plaintext back; else
-    ``KnownAnswerError`` (one line: plugin, algorithm, size, which iteration)."""
-    data, n = work.data, work.size
-    ivs = cycle(work.nonces) if alg.rules.nonce_per_operation else repeat(work.iv)
-    done = [0]
-
-    def run(count: int) -> None:
-        for iv in islice(ivs, count):
-            done[0] += 1
-            sealed = ctx.encrypt(iv, data)
-            if bytes(sealed[:n]) == data:
-                raise known_answers.KnownAnswerError(
-                    f"{typed} {alg.name}: cipher text unchanged: the encryption of the "
-                    f"{n}-byte buffer equals the plaintext (round trip {done[0]})")
-            if bytes(ctx.decrypt(iv, sealed)) != data:
-                raise known_answers.KnownAnswerError(
-                    f"{typed} {alg.name}: decrypt mismatch: the {n}-byte buffer did not "
-                    f"decrypt back to the plaintext (round trip {done[0]})")
-
-    return run
 
 
 class OpenError(Exception):
@@ -411,15 +413,18 @@ def open_context(selection: Selection, algorithm: str | Algorithm,
 @dataclass(frozen=True)
 class Case:
     """One cell of a speed matrix: algorithm x plugin (as typed) x buffer size x direction
-    (``decrypt`` or ``roundtrip`` set only for an algorithm that has that direction)."""
+    (``decrypt`` or ``roundtrip`` set only for an algorithm that has that direction); for
+    the kinds without a buffer size, algorithm x plugin x ``operation`` (size 0)."""
 
     algorithm: str
     plugin: str
     size: int
     decrypt: bool = False
     roundtrip: bool = False
+    #: the direction of a size-less cell (``sign``, ``encaps``...; its size is 0), else empty
+    operation: str = ""
 
     @property
     def id(self) -> str:
         """The test id inside the brackets: ``openssl-16``."""
-        return f"{self.plugin}-{self.size}"
+        return f"{self.plugin}-{self.operation or self.size}"

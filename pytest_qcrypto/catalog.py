@@ -21,183 +21,35 @@ from __future__ import annotations
 import difflib
 import re
 from dataclasses import dataclass, field
-from enum import Enum
 
-class Kind(str, Enum):
-    """A kind of algorithm.  A ``str``, so ``Kind.DIGEST == "digest"`` and saved files keep
-    their plain words; its rules (:class:`KindRules`) are :attr:`rules`."""
-
-    DIGEST = "digest"
-    CIPHER = "cipher"
-    AEAD = "aead"
-    MAC = "mac"
-    CALLABLE = "callable"
-
-    __str__ = str.__str__
-    __format__ = str.__format__
-
-    @property
-    def rules(self) -> KindRules:
-        """What this kind is and does (:data:`RULES`)."""
-        return RULES[self]
-
-
-class Direction(str, Enum):
-    """Which way an operation goes (a ``str``): a digest, an encryption, a decryption, a MAC,
-    or a round trip (one encryption then one decryption of the same buffer, as FreeBSD's
-    cryptotest times them: it counts as two operations)."""
-
-    DIGEST = "digest"
-    ENCRYPT = "encrypt"
-    DECRYPT = "decrypt"
-    MAC = "mac"
-    ROUNDTRIP = "roundtrip"
-    CALL = "call"
-
-    __str__ = str.__str__
-    __format__ = str.__format__
-
-    @property
-    def verb(self) -> str:
-        """The noun of qcrypto's verbose lines: ``digests``, ``encryptions``, ``decryptions``."""
-        return _VERBS[self]
-
-
-_VERBS = {Direction.DIGEST: "digests", Direction.ENCRYPT: "encryptions",
-          Direction.DECRYPT: "decryptions", Direction.MAC: "MACs",
-          Direction.ROUNDTRIP: "round trips", Direction.CALL: "calls"}
-#: What one iteration of a round trip is (saved as a round-trip measurement's ``operation``).
-ROUNDTRIP_OPERATION = ("one encryption then one decryption of one buffer with the same key "
-                       "(AEADs: a fresh nonce, the decryption verifies the tag): two operations, "
-                       "as FreeBSD cryptotest counts them")
-#: How many operations one iteration of each direction is: a round trip is an encryption
-#: and a decryption (FreeBSD cryptotest counts ``2 x count`` crypts).
-OPERATIONS_PER_ITERATION = {Direction.ROUNDTRIP: 2}
-
-
-class Check(str, Enum):
-    """One check of a known-answer vector (``known_answers`` runs them in this order)."""
-
-    DIGEST = "digest"  # the digest of the input is the output
-    ENCRYPT = "encrypt"  # the encryption of the input is the output (AEAD: ciphertext || tag)
-    DECRYPT = "decrypt"  # the decryption of the output is the input
-    REJECTS_BAD_TAG = "rejects a bad tag"  # a tampered tag raises AuthenticationError
-    MAC = "mac"  # the MAC of the input under the vector's key is the output
-
-    __str__ = str.__str__
-    __format__ = str.__format__
-
-
-@dataclass(frozen=True)
-class KindRules:
-    """The rules of one :class:`Kind`, as data: everything the package asks of a kind.
-
-    ``word`` names the kind in messages (``AEAD``); ``table_word`` is the word of the
-    qcrypto table header (``Benchmark results for 'sha256' digest``: AEADs are ciphers
-    there); ``option`` the word of the option that selects it (``--qcrypto-cipher``,
-    ``--qcrypto-mac``; empty: no option, a callable).  ``directions`` are the ways it is
-    measured, the first being the default.  ``operation`` is what one timed operation is
-    (the unit of ``count``),
-    ``size_means`` what the buffer size (bytes) counts.  ``keyed``: takes a key and an IV
-    or nonce; ``nonce_per_operation``: each operation takes a fresh nonce from
-    ``Workload.nonces`` (else the one ``Workload.iv``); ``tag``: the ciphertext carries a
-    tag of ``Algorithm.tag_size`` bytes.  ``checks``: how its known answers are checked.
-    """
-
-    kind: Kind
-    word: str
-    table_word: str
-    option: str
-    directions: tuple[Direction, ...]
-    operation: str
-    size_means: str
-    keyed: bool
-    nonce_per_operation: bool
-    tag: bool
-    checks: tuple[Check, ...]
-
-
-#: Each kind's rules.
-RULES: dict[Kind, KindRules] = {
-    Kind.DIGEST: KindRules(
-        Kind.DIGEST, "digest", "digest", "digest", (Direction.DIGEST,),
-        operation=("hash one buffer from a fresh context and finalize "
-                   "(what openssl speed times with its one-shot EVP_Digest)"),
-        size_means="bytes hashed per operation", keyed=False, nonce_per_operation=False,
-        tag=False, checks=(Check.DIGEST,)),
-    Kind.CIPHER: KindRules(
-        Kind.CIPHER, "cipher", "cipher", "cipher",
-        (Direction.ENCRYPT, Direction.DECRYPT, Direction.ROUNDTRIP),
-        operation=("encrypt (or decrypt) one buffer through one keyed context kept for the "
-                   "whole measurement: a streaming update (what openssl speed does for CBC/CTR)"),
-        size_means="bytes of plaintext (or ciphertext) per operation", keyed=True,
-        nonce_per_operation=False, tag=False, checks=(Check.ENCRYPT, Check.DECRYPT)),
-    Kind.AEAD: KindRules(
-        Kind.AEAD, "AEAD", "cipher", "cipher",
-        (Direction.ENCRYPT, Direction.DECRYPT, Direction.ROUNDTRIP),
-        operation=("one whole message with the key set up once: new nonce, encrypt, tag; "
-                   "decrypt verifies the tag (openssl speed re-keys GCM per operation and "
-                   "streams ChaCha20-Poly1305 without a tag)"),
-        size_means="bytes of plaintext per message (the tag not counted)", keyed=True,
-        nonce_per_operation=True, tag=True,
-        checks=(Check.ENCRYPT, Check.DECRYPT, Check.REJECTS_BAD_TAG)),
-    Kind.MAC: KindRules(
-        Kind.MAC, "MAC", "MAC", "mac", (Direction.MAC,),
-        operation=("MAC one buffer under a key set up once: a fresh keyed state per "
-                   "operation, update, finalize (what openssl speed -mac does)"),
-        size_means="bytes authenticated per operation", keyed=True,
-        nonce_per_operation=False, tag=False, checks=(Check.MAC,)),
-    # your own code (pytest_qcrypto.callables): named by the caller, in no catalog list,
-    # chosen by no option (option ""), no known answers (an optional check of its own)
-    Kind.CALLABLE: KindRules(
-        Kind.CALLABLE, "callable", "callable", "", (Direction.CALL,),
-        operation="one call of the user's callable on `size` bytes, as the caller declares",
-        size_means="bytes the caller declares one call processes", keyed=False,
-        nonce_per_operation=False, tag=False, checks=()),
-}
-
-#: Every kind, in catalog order.
-KINDS: tuple[Kind, ...] = tuple(Kind)
-#: Every direction.
-DIRECTIONS: tuple[Direction, ...] = tuple(Direction)
-
-#: The kinds each table word covers, in catalog order:
-#: ``{"digest": (Kind.DIGEST,), "cipher": (Kind.CIPHER, Kind.AEAD), "MAC": (Kind.MAC,)}``.
-TABLE_GROUPS: dict[str, tuple[Kind, ...]] = {}
-#: The kinds each selection option word covers (``--qcrypto-mac``):
-#: ``{"digest": (Kind.DIGEST,), "cipher": (Kind.CIPHER, Kind.AEAD), "mac": (Kind.MAC,)}``.
-OPTION_GROUPS: dict[str, tuple[Kind, ...]] = {}
-for _kind in KINDS:
-    TABLE_GROUPS[_kind.rules.table_word] = TABLE_GROUPS.get(_kind.rules.table_word, ()) + (_kind,)
-    if _kind.rules.option:  # callables are chosen by no option
-        OPTION_GROUPS[_kind.rules.option] = OPTION_GROUPS.get(_kind.rules.option, ()) + (_kind,)
+from pytest_qcrypto import kdf_names
+from pytest_qcrypto.kdf_names import KDF_OUTPUT, KDF_PARAMETERS, kdf_name, kdf_problem  # noqa: F401
+from pytest_qcrypto.kinds import (  # noqa: F401  (re-exported: the catalog's public names)
+    DIRECTIONS,
+    KINDS,
+    OPERATIONS_PER_ITERATION,
+    OPTION_GROUPS,
+    ROUNDTRIP_OPERATION,
+    RULES,
+    TABLE_GROUPS,
+    Check,
+    Direction,
+    Kind,
+    KindRules,
+    group_word,
+    kind_words,
+    plural,
+)
 
 # Old names, kept for callers not yet moved to the enums.
 DIGEST = Kind.DIGEST
 CIPHER = Kind.CIPHER
 AEAD = Kind.AEAD
 MAC = Kind.MAC
+SIGNATURE, KEX, KEM, PKE, KDF = Kind.SIGNATURE, Kind.KEX, Kind.KEM, Kind.PKE, Kind.KDF
 #: What one timed operation is, per kind (``RULES[kind].operation``).
 OPERATION = {kind: kind.rules.operation for kind in KINDS}
 
-
-def group_word(kinds: tuple[str, ...]) -> str:
-    """The table word of exactly these kinds (``cipher`` for cipher and AEAD), else ``algorithm``."""
-    for word, group in TABLE_GROUPS.items():
-        if tuple(kinds) == group:
-            return word
-    return "algorithm"
-
-
-def kind_words(kinds: tuple[str, ...]) -> str:
-    """``digest``, ``cipher or AEAD``, ``digest, cipher or AEAD``: the kinds in messages."""
-    words = [Kind(k).rules.word for k in kinds]
-    return " or ".join(words) if len(words) < 3 else f"{', '.join(words[:-1])} or {words[-1]}"
-
-
-def plural(n: int, one: str, many: str | None = None) -> str:
-    """``1 byte``, ``16 bytes``: a count and its noun (``many`` when not just ``one + "s"``)."""
-    return f"{n} {one if n == 1 else many or one + 's'}"
 
 
 @dataclass(frozen=True)
@@ -214,6 +66,17 @@ class Algorithm:
     digest's output length, as RFC 2104 recommends), ``block_size`` that of the
     underlying digest or cipher, ``family`` the underlying digest (``sha256``) or
     cipher (``aes``).
+
+    Public-key algorithms (signatures, key agreements, KEMs, RSA encryption) have no
+    buffer size: ``family`` is the scheme (``rsa``, ``ecdsa``, ``eddsa``, ``ml-dsa``,
+    ``ecdh``, ``xdh``, ``ml-kem``), ``bits`` the RSA modulus or the curve's field size,
+    ``curve`` the curve (``secp256r1``, ``ed25519``) or parameter set (``ML-KEM-768``),
+    ``hash`` the digest the scheme uses (``sha256``; empty for EdDSA and ML-DSA, which
+    hash inside), ``mode`` the RSA padding (``pss``, ``pkcs1v15``, ``oaep``).  KDFs:
+    ``family`` is the KDF (``pbkdf2-sha256``, ``scrypt``, ``argon2id``, ``bcrypt``,
+    ``hkdf-sha256``), ``params`` its parameters as ``(letter, value)`` pairs in the
+    order of :data:`KDF_PARAMETERS` (they are part of the name:
+    ``scrypt-n16384-r8-p1``), ``digest_size`` the length of the derived key.
     """
 
     name: str
@@ -228,7 +91,21 @@ class Algorithm:
     granularity: int = 1
     min_size: int = 1
     family: str = ""
+    bits: int = 0
+    curve: str = ""
+    hash: str = ""
+    params: tuple[tuple[str, int], ...] = ()
     notes: str = field(default="", compare=False)
+
+    def param(self, letter: str) -> int:
+        """The value of a KDF parameter by its letter (``scrypt``'s ``"n"``); KeyError if none."""
+        return dict(self.params)[letter]
+
+    @property
+    def params_text(self) -> str:
+        """The parameters in words, ``N=16384, r=8, p=1`` (empty when it has none)."""
+        words = {p.letter: p.word for p in KDF_PARAMETERS.get(self.family, ())}
+        return ", ".join(f"{words.get(k, k)}={v}" for k, v in self.params)
 
     @property
     def rules(self) -> KindRules:
@@ -337,6 +214,42 @@ def _aes(bits: int, mode: str) -> Algorithm:
                      family="aes")
 
 
+def _rsa(bits: int, padding: str) -> Algorithm:
+    """RSA with a ``bits``-bit modulus and exponent 65537: PSS (salt as long as the SHA-256
+    digest), PKCS#1 v1.5 signatures, or OAEP encryption (SHA-256, MGF1-SHA-256, no label)."""
+    suffix = {"pss": "", "pkcs1v15": "-pkcs1", "oaep": "-oaep"}[padding]
+    kind = PKE if padding == "oaep" else SIGNATURE
+    aliases = (f"rsa{bits}-pss", f"rsa-{bits}") if padding == "pss" else (f"rsa-{bits}{suffix}",)
+    return Algorithm(f"rsa{bits}{suffix}", kind, aliases, family="rsa", bits=bits,
+                     hash="sha256", mode=padding)
+
+
+def _ml(scheme: str, level: int, kind: Kind) -> Algorithm:
+    """ML-KEM (FIPS 203) or ML-DSA (FIPS 204) at one parameter set."""
+    name = f"ml-{scheme}-{level}"
+    return Algorithm(name, kind, (f"ml{scheme}{level}",), family=f"ml-{scheme}",
+                     curve=name.upper())
+
+
+def _kdf(family: str, params: tuple[tuple[str, int], ...] | None = None) -> Algorithm:
+    """The KDF ``family`` with ``params`` (its defaults when None); the default one is also
+    called by the bare family name (``scrypt``)."""
+    spec = KDF_PARAMETERS[family]
+    values = params if params is not None else tuple((p.letter, p.default) for p in spec)
+    output = 23 if family == "bcrypt" else KDF_OUTPUT
+    aliases = (family,) if params is None and spec else ()
+    return Algorithm(kdf_name(family, values), KDF, aliases, digest_size=output,
+                     family=family, hash="sha256" if family.endswith("sha256") else "",
+                     params=values)
+
+
+def _parameterized(name: str) -> Algorithm | None:
+    """A KDF with parameters other than its defaults, from its name (missing trailing
+    parameters take their defaults); None when the name is not one or is invalid."""
+    parsed = kdf_names.parse(name)
+    return _kdf(*parsed) if parsed is not None else None
+
+
 #: Every algorithm, canonical name first.  Sources of the parameters:
 #: FIPS 180-4 (SHA-1, SHA-2), FIPS 202 (SHA-3), RFC 1321 (MD5), RFC 7693 (BLAKE2),
 #: GB/T 32905-2016 (SM3), FIPS 197 + SP 800-38A (AES modes), SP 800-38D (GCM),
@@ -380,6 +293,26 @@ ALGORITHMS: tuple[Algorithm, ...] = (
               block_size=16, key_size=16, tag_size=16, family="aes"),
     Algorithm("poly1305", MAC, (), block_size=16, key_size=32, tag_size=16, family="poly1305",
               notes="RFC 8439 section 2.5: a one-time key; a benchmark reuses one key"),
+    # Public-key algorithms: RFC 8017 (RSA, PSS, OAEP, PKCS#1 v1.5), FIPS 186-5 (ECDSA,
+    # P-256, P-384), RFC 8032 (Ed25519, Ed448), RFC 7748 (X25519, X448), SP 800-56A (ECDH),
+    # FIPS 203 (ML-KEM), FIPS 204 (ML-DSA).
+    _rsa(2048, "pss"), _rsa(3072, "pss"), _rsa(4096, "pss"), _rsa(2048, "pkcs1v15"),
+    Algorithm("ecdsa-p256", SIGNATURE, ("ecdsa-secp256r1", "ecdsa-prime256v1", "ecdsap256"),
+              family="ecdsa", bits=256, curve="secp256r1", hash="sha256"),
+    Algorithm("ecdsa-p384", SIGNATURE, ("ecdsa-secp384r1", "ecdsap384"),
+              family="ecdsa", bits=384, curve="secp384r1", hash="sha384"),
+    Algorithm("ed25519", SIGNATURE, (), family="eddsa", bits=255, curve="ed25519"),
+    Algorithm("ed448", SIGNATURE, (), family="eddsa", bits=448, curve="ed448"),
+    _ml("dsa", 44, SIGNATURE), _ml("dsa", 65, SIGNATURE), _ml("dsa", 87, SIGNATURE),
+    Algorithm("x25519", KEX, (), family="xdh", bits=255, curve="x25519"),
+    Algorithm("x448", KEX, (), family="xdh", bits=448, curve="x448"),
+    Algorithm("ecdh-p256", KEX, ("ecdh-secp256r1", "ecdh-prime256v1", "ecdhp256"),
+              family="ecdh", bits=256, curve="secp256r1"),
+    _ml("kem", 768, KEM), _ml("kem", 1024, KEM),
+    _rsa(2048, "oaep"),
+    # KDFs and password hashes: RFC 8018 (PBKDF2), RFC 7914 (scrypt), RFC 9106 (Argon2id,
+    # its second recommended parameters), Provos and Mazieres 1999 (bcrypt), RFC 5869 (HKDF).
+    *(_kdf(family) for family in KDF_PARAMETERS),
 )
 
 def _compact(name: str) -> str:
@@ -394,8 +327,12 @@ for _alg in ALGORITHMS:
 
 
 def lookup(name: str) -> Algorithm | None:
-    """The algorithm called ``name`` (canonical name or alias, any case or separator), or None."""
-    return _BY_NAME.get(_compact(name))
+    """The algorithm called ``name`` (canonical name or alias, any case or separator), or None.
+
+    A KDF may carry parameters other than its defaults in its name (``scrypt-n1024-r8-p1``,
+    ``pbkdf2-sha256-i1000``; :data:`KDF_PARAMETERS`); :func:`kdf_problem` says what is
+    wrong with one that does not parse."""
+    return _BY_NAME.get(_compact(name)) or _parameterized(name)
 
 
 def algorithms(kinds: tuple[str, ...] | None = None) -> tuple[Algorithm, ...]:

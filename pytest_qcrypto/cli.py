@@ -93,6 +93,12 @@ def build_parser() -> argparse.ArgumentParser:
                        help="the digest to measure, e.g. sha256")
     which.add_argument("-M", dest="mac", metavar="mac",
                        help="the MAC to measure, e.g. hmac-sha256, cmac-aes-128, poly1305")
+    which.add_argument("-S", dest="pkey", metavar="pkey",
+                       help="the signature, key agreement, KEM or RSA encryption to measure "
+                            "(ops/s, every operation), e.g. ed25519, rsa2048, ml-kem-768")
+    which.add_argument("-K", dest="kdf", metavar="kdf",
+                       help="the KDF or password hash to measure (ops/s), its parameters in "
+                            "its name, e.g. scrypt, pbkdf2-sha256-i100000, argon2id")
     speed.add_argument("-P", dest="plugins", metavar="plugin", action="append", default=[],
                        help=f"a crypto plugin (up to {settings.MAX_PLUGINS} times; rows in this "
                             "order). Default: the first available plugin.")
@@ -190,6 +196,7 @@ def _algorithm(name: str, kinds: tuple[str, ...], flag: str) -> str:
         raise UsageError(f"qcrypto speed: {exc}".replace("--qcrypto-digest", "-D")
                          .replace("--qcrypto-cipher", "-C")
                          .replace("--qcrypto-mac", "-M")
+                         .replace("--qcrypto-pkey", "-S").replace("--qcrypto-kdf", "-K")
                          .replace("pytest --qcrypto-list or qcrypto list", "qcrypto list")
                          .replace("pytest --qcrypto-list", "qcrypto list")) from None
     return name
@@ -241,6 +248,10 @@ def speed_args(ns: argparse.Namespace, extra: Sequence[str]) -> list[str]:
                  _algorithm(ns.cipher, (catalog.CIPHER, catalog.AEAD), "-C")]
     elif ns.mac:
         args += ["--qcrypto-mac", _algorithm(ns.mac, (catalog.MAC,), "-M")]
+    elif ns.pkey:
+        args += ["--qcrypto-pkey", _algorithm(ns.pkey, catalog.OPTION_GROUPS["pkey"], "-S")]
+    elif ns.kdf:
+        args += ["--qcrypto-kdf", _algorithm(ns.kdf, catalog.OPTION_GROUPS["kdf"], "-K")]
     elif not named:  # as openssl speed without an algorithm: all the plugins support
         args += [a for option in selecting for a in (option, settings.ALL)]
     for plugin in ns.plugins:

@@ -136,7 +136,7 @@ def measurement(r: results.Result) -> Measurement:
     count, rounds, figure_only = r.count, tuple(r.rounds_s), False
     if not (count and rounds):
         per_iteration = catalog.OPERATIONS_PER_ITERATION.get(r.direction, 1)
-        count, rounds, figure_only = 1, (per_iteration * r.size / r.bytes_per_second,), True
+        count, rounds, figure_only = 1, (per_iteration * (r.size or 1) / r.bytes_per_second,), True
     return Measurement(r.algorithm, r.plugin, r.size, r.direction, count, rounds,
                        tuple(r.cpu_s), r.canonical_plugin, r.operation, r.driver, r.hardware,
                        jobs=r.jobs, figure_only=figure_only, iv=r.iv, threads=r.threads)
@@ -190,7 +190,7 @@ def judge_files(rules: GateRules, base: results.ResultsFile, current: results.Re
     tables = report.saved_tables((r.plugin, r) for r in current.results)
     changes = {t.key: grid for t in tables
                if (grid := change_grid(baselines.label, t.algorithm, t.direction, t.plugins,
-                                       t.sizes, cells, {})) is not None}
+                                       t.columns, cells, {})) is not None}
     figures = Figures(tables, output.unit, False, changes,
                       gate_tables=summary_tables(rules, baselines, cells, {}))
     layout = LAYOUTS[output.format]

@@ -143,10 +143,12 @@ def _median_round(rounds: Sequence[float], cpu: Sequence[float]) -> tuple[float,
 def fit_all(measured: Iterable[Any]) -> list[Fit]:
     """One :class:`Fit` per (algorithm, plugin as typed, direction) with :data:`MIN_SIZES`
     or more sizes, in first-seen order; the last figure of a size measured twice counts
-    (as in the tables).  Figures without rounds or speed are left out."""
+    (as in the tables).  Figures without rounds or speed, and size-less cells (size 0), are
+    left out."""
     groups: dict[tuple[str, str, str], dict[int, Any]] = {}
     for m in measured:
-        if getattr(m, "figure_only", False) or not m.rounds_s or m.bytes_per_second <= 0:
+        if getattr(m, "figure_only", False) or not m.rounds_s or m.bytes_per_second <= 0 \
+                or not m.size:  # a size-less cell (signature, KEM, KDF): no per-byte cost
             continue
         groups.setdefault((m.algorithm, m.plugin, m.direction), {})[m.size] = m
     fits = []

@@ -28,7 +28,7 @@ from typing import Any, NoReturn
 
 import pytest
 
-from pytest_qcrypto import bench, callables, gate, limits
+from pytest_qcrypto import bench, callables, catalog, gate, limits, pkey_bench
 from pytest_qcrypto.backends.base import AuthenticationError, Unavailable, Unsupported
 from pytest_qcrypto.bench import BenchContext, Case, Randomness
 from pytest_qcrypto.harness import Measurement, TimerError
@@ -37,7 +37,7 @@ from pytest_qcrypto.jobs import JobsError
 from pytest_qcrypto.known_answers import KnownAnswerError
 from pytest_qcrypto.machine import WaitMeter, metered
 from pytest_qcrypto.matrix import CASE_KEY
-from pytest_qcrypto.registry import Registry, RegistryError
+from pytest_qcrypto.registry import Registry, RegistryError, Selection
 from pytest_qcrypto.results import Result
 from pytest_qcrypto.rules import Rule
 
@@ -162,10 +162,16 @@ class MeasuredContext:
         """The implementation that does the work, when the plugin can tell (kernel plugins)."""
         return self.bench.driver
 
-    def measure(self, size: int, *, decrypt: bool = False, min_time: float | None = None,
-                rounds: int | None = None, roundtrip: bool = False,
-                count: int | None = None) -> Measurement:
+    def measure(self, size: int | None = None, *, decrypt: bool = False,
+                min_time: float | None = None, rounds: int | None = None,
+                roundtrip: bool = False, count: int | None = None,
+                operation: str | None = None) -> Measurement:
         """Time ``size``-byte operations, record the result in the summary, return it.
+
+        The kinds without a buffer size (signatures, key agreement, KEMs, RSA encryption,
+        KDFs) take no size and ``operation``, one of the kind's directions:
+        ``measure(operation="sign")``, ``measure(operation="encaps")``; a KDF's only one,
+        ``derive``, may be left out.  Their figure is ``Measurement.ops_per_s``.
 
         ``min_time`` (seconds), ``rounds`` and ``count`` (iterations per round) default to
         the run's ``--qcrypto-min-time``, ``--qcrypto-rounds`` and ``--qcrypto-count``;
@@ -181,12 +187,22 @@ class MeasuredContext:
             self.options, min_time=self.options.min_time if min_time is None else min_time,
             rounds=self.options.rounds if rounds is None else rounds,
             count=self.options.count if count is None else count)
-        problem = bench.argument_problem(size, options.min_time, options.rounds, options.count)
+        alg = self.bench.algorithm
+        problem = pkey_bench.operation_problem(alg, size, operation)
+        if alg.rules.sized:
+            problem = problem or bench.argument_problem(size, options.min_time, options.rounds,
+                                                        options.count)
+        else:
+            size = 0
+            problem = problem or bench.argument_problem(1, options.min_time, options.rounds,
+                                                        options.count)
         if decrypt and roundtrip:
             problem = "decrypt and roundtrip: choose one (a round trip times both directions)"
         if problem:  # the test's own bug: a failure, never a skip
             fail(f"{self.plugin} {self.algorithm}: measure(): {problem}")
-        way = {"decrypt": decrypt, "roundtrip": roundtrip}
+        way: dict[str, Any] = {"decrypt": decrypt, "roundtrip": roundtrip}
+        if not alg.rules.sized:
+            way = {"operation": operation or str(alg.directions[0])}
         m = self._measure(size, way, options)
         if self._criteria is None:  # the regression gate is off
             self._record(m, None)
@@ -201,16 +217,17 @@ class MeasuredContext:
             pytest.fail(verdict.message, pytrace=False)
         return m
 
-    def _measure(self, size: int, way: dict[str, bool], options: MeasureOptions) -> Measurement:
+    def _measure(self, size: int, way: dict[str, Any], options: MeasureOptions) -> Measurement:
         who = f"{self.plugin} {self.algorithm}"
+        at = f"{way['operation']}" if "operation" in way else f"at {size} bytes"
         if self.bench.abandoned:
-            fail(f"{who} at {size} bytes: not measured, the context was abandoned after a timeout")
+            fail(f"{who} {at}: not measured, the context was abandoned after a timeout")
         if self.bench.closed:
-            fail(f"{who} at {size} bytes: not measured, the context is closed")
+            fail(f"{who} {at}: not measured, the context is closed")
         try:
             return self.bench.measure(size, **way, **dataclasses.asdict(options))
         except limits.MeasurementTimeout as exc:
-            fail(f"timed out after {exc.seconds:g} s in {who} at {size} bytes")
+            fail(f"timed out after {exc.seconds:g} s in {who} {at}")
         except limits.CallTimeout as exc:
             fail(_abandoned(who, exc))
         except bench.OpenError as exc:  # opening it in the isolated child failed
@@ -220,16 +237,16 @@ class MeasuredContext:
         except Unsupported as exc:
             pytest.skip(f"{who}: {exc}")
         except AuthenticationError as exc:
-            fail(f"{who} at {size} bytes: authentication failed: {exc}")
+            fail(f"{who} {at}: authentication failed: {exc}")
         except (TimerError, JobsError) as exc:
-            fail(f"{who} at {size} bytes: {exc}")
+            fail(f"{who} {at}: {exc}")
         except OSError as exc:
             driver = f" (driver {self.driver})" if self.driver else ""
             fail(f"{who}{driver} at {size} bytes failed: {_errno_text(exc)}")
         except IsolatedError as exc:
-            fail(f"{who} at {size} bytes: {exc}")
+            fail(f"{who} {at}: {exc}")
         except Exception as exc:  # the plugin broke mid-measurement: this item fails, others run
-            fail(f"{who} at {size} bytes failed: {_plugin_error(exc)}")
+            fail(f"{who} {at} failed: {_plugin_error(exc)}")
 
     def close(self) -> None:
         """Close the context (within ``limits.CLOSE_TIMEOUT`` seconds).
@@ -308,7 +325,7 @@ class QcryptoFixture:
         why = registry.unavailable(selection.plugin)
         if why is not None:
             pytest.skip(f"{plugin}: unavailable: {why}")
-        if alg.name not in registry.supported(selection.plugin):
+        if pkey_bench.listed_as(alg) not in registry.supported(selection.plugin):
             why = registry.unavailable(selection.plugin)
             pytest.skip(f"{plugin}: unavailable: {why}" if why
                         else f"{plugin} does not support {alg.name}")
@@ -321,6 +338,8 @@ class QcryptoFixture:
             fail(f"timed out after {exc.seconds:g} s in {plugin} {alg.name} opening a context")
         except Exception as exc:  # a plugin bug fails this item, the run goes on
             _open_failed(f"{plugin} {alg.name}", exc)
+        if not alg.rules.sized:  # its checks cross with the other plugins that have it
+            ctx.peers = lambda: peers_of(registry, selection, alg)
         return self._opened(ctx)
 
     def _opened(self, ctx: Any) -> MeasuredContext:
@@ -385,6 +404,16 @@ class QcryptoFixture:
             raise interrupt
         if first is not None:
             raise first
+
+
+def peers_of(registry: Registry, selection: Selection,
+             alg: catalog.Algorithm) -> list[tuple[str, pkey_bench.Opener]]:
+    """The other registered plugins, available and with ``alg``, whether or not the run chose
+    them: the cross-plugin checks of a size-less algorithm (``pkey_bench.check``).  Each is
+    (name, a function that opens its context of an algorithm with a fresh key pair)."""
+    return [(p.name, lambda a, p=p: p.open(a, b"", None)) for p in registry.plugins
+            if p is not selection.plugin and registry.unavailable(p) is None
+            and pkey_bench.listed_as(alg) in registry.supported(p)]
 
 
 # -- the fixtures (pytest finds them through pytest_qcrypto.plugin) ------------------------

@@ -37,8 +37,10 @@ from pytest_qcrypto import gate_stats, results, threads
 from pytest_qcrypto.gate_stats import TestResult
 from pytest_qcrypto.harness import KIB, Measurement
 from pytest_qcrypto.results import Result, ResultsFile
+from pytest_qcrypto.gate_text import describe, fastest_round_bps, kib, pct  # noqa: F401
 from pytest_qcrypto.rules import (WILDCARD, Rule, Rules, marker_floors,  # noqa: F401 (gate.Rule)
-                                  parse_kib_per_s, parse_pattern, parse_percent, parse_whole)
+                                  parse_kib_per_s, parse_pattern, parse_percent, parse_whole,
+                                  cell_column)
 
 DEFAULT_THRESHOLD = 10.0
 #: A try whose median round loses more than this share to its wait for a CPU says so in
@@ -77,25 +79,6 @@ def change(current_bps: float, baseline_bps: float) -> float:
 def slowdown(current_bps: float, baseline_bps: float) -> float:
     """``(baseline - current) / baseline``: what a threshold limits."""
     return -change(current_bps, baseline_bps)
-
-
-def fastest_round_bps(m: Measurement) -> float:
-    """Bytes per second of the fastest round of ``m`` (every operation of a round trip)."""
-    return m.operations * m.size / min(m.rounds_s)
-
-
-def kib(bps: float) -> str:
-    return f"{bps / KIB:.2f}"
-
-
-def pct(fraction: float | None) -> str:
-    """``-0.124`` -> ``-12.4%``."""
-    return "n/a" if fraction is None else f"{fraction * 100:+.1f}%"
-
-
-def describe(m: Measurement) -> str:
-    """``sha256 openssl 4096 B digest``: a cell in words."""
-    return f"{m.algorithm} {m.plugin} {m.size} B {m.direction}"
 
 
 @dataclass
@@ -141,7 +124,7 @@ class Verdict:
         """The change of the measured figures, waits for a CPU included."""
         if self.baseline is None:
             return None
-        return change(self.measurement.bytes_per_second, self.baseline.bytes_per_second)
+        return change(self.measurement.rate, self.baseline.rate)
 
     @property
     def failed(self) -> bool:
@@ -173,8 +156,8 @@ def without_wait(m: Measurement, share: float | None) -> tuple[float, float]:
     """
     rounds = results.without_wait(m.rounds_s, m.cpu_s, share)
     if rounds is None:
-        return m.bytes_per_second, fastest_round_bps(m)
-    work = m.operations * m.size
+        return m.rate, fastest_round_bps(m)
+    work = m.operations * (m.size or 1)
     return work / statistics.median(rounds), work / min(rounds)
 
 
@@ -218,20 +201,20 @@ def _tries_text(tries: Sequence[Measurement], waits: Sequence[float | None], bes
     figure is not the listed one (the table shows the listed one).  A try that
     lost more than :data:`BUSY_SHARE` to that wait says so.
     """
-    parts = []
+    parts, u = [], tries[best].unit
     for m, w in zip(tries, waits):
-        text = kib(m.bytes_per_second)
+        text = kib(m.rate, u)
         without = without_wait(m, w)[0]
-        lost = 1 - m.bytes_per_second / without
+        lost = 1 - m.rate / without
         if lost > BUSY_SHARE:
-            text += f" (waited {lost:.0%} of it for a CPU: {kib(without)} without)"
+            text += f" (waited {lost:.0%} of it for a CPU: {kib(without, u)} without)"
         parts.append(text)
     kept = tries[best]
-    clock, figure = kept.bytes_per_second, without_wait(kept, waits[best])[0]
-    which = f"best {kib(clock)}"
-    if judged and kib(clock) != kib(figure):
-        which += f", judged as {kib(figure)} without its wait for a CPU"
-    return f"tries: {', '.join(parts)} KiB/s ({which})"
+    clock, figure = kept.rate, without_wait(kept, waits[best])[0]
+    which = f"best {kib(clock, u)}"
+    if judged and kib(clock, u) != kib(figure, u):
+        which += f", judged as {kib(figure, u)} without its wait for a CPU"
+    return f"tries: {', '.join(parts)} {u} ({which})"
 
 
 
@@ -260,9 +243,10 @@ class Criteria:
         limit = self.threshold.value if self.threshold is not None else math.inf
         return self.judged and slowdown(bps, base_bps) * 100 > limit
 
-    def below_floor(self, bps: float) -> bool:
-        """``bps`` (bytes per second) is below the floor (KiB/s)."""
-        return self.floor is not None and bps / KIB < self.floor.value
+    def below_floor(self, m: Measurement) -> bool:
+        """``m``'s figure (KiB/s, or ops/s for a size-less cell) is below the floor (in the
+        same unit)."""
+        return self.floor is not None and m.figure < self.floor.value
 
 
 def judge(tries: Sequence[Measurement], waits: Sequence[float | None], c: Criteria,
@@ -284,14 +268,14 @@ def judge(tries: Sequence[Measurement], waits: Sequence[float | None], c: Criter
     """
     base_bps = baseline_figures(c.baseline)[0] if c.baseline is not None else 0.0
     figures = [without_wait(t, w)[0] for t, w in zip(tries, waits)]
-    clocks = [t.bytes_per_second for t in tries]
+    clocks = [t.rate for t in tries]
     if more and len(tries) <= c.confirm and (c.regressed(figures[-1], base_bps)
-                                             or c.below_floor(clocks[-1])):
+                                             or c.below_floor(tries[-1])):
         return None
     # a floor is a promise about what was achieved: it takes the figure by the clock, as
     # the table shows it, and the best try is one that keeps it (any try, when none does);
     # the figure without the wait for a CPU ranks the tries only against a baseline
-    keeping = [i for i in range(len(tries)) if not c.below_floor(clocks[i])]
+    keeping = [i for i in range(len(tries)) if not c.below_floor(tries[i])]
     ranks = figures if c.judged else clocks
     best = max(keeping or range(len(tries)), key=ranks.__getitem__)
     kept = tries[best]
@@ -301,14 +285,14 @@ def judge(tries: Sequence[Measurement], waits: Sequence[float | None], c: Criter
     if c.judged and c.baseline is not None and c.threshold is not None:
         v.test = gate_stats.test_tries(tries, waits, c.baseline, c.threshold.value)
     _judge_baseline(v, c, figures)
-    if c.below_floor(kept.bytes_per_second):
+    if c.below_floor(kept):
         assert c.floor is not None
-        waited = _waited(kept.bytes_per_second, v.figure)
+        waited = _waited(kept.rate, v.figure)
         v.failures.append(
-            f"below floor: {describe(kept)}: {kib(kept.bytes_per_second)} KiB/s"
+            f"below floor: {describe(kept)}: {kib(kept.rate, kept.unit)} {kept.unit}"
             + (f" (by the clock, as the table shows, although {waited} of it was a wait for "
                "a CPU)" if waited else "")
-            + f", floor {c.floor.value:.2f} KiB/s ({c.floor.source}); {v.tries_text}")
+            + f", floor {c.floor.value:.2f} {kept.unit} ({c.floor.source}); {v.tries_text}")
     return v
 
 
@@ -329,16 +313,16 @@ def _judge_baseline(v: Verdict, c: Criteria, figures: Sequence[float]) -> None:
             v.status = NOISE
             return
         v.status = REGRESSION
-        correction = _correction_text(_waited(kept.bytes_per_second, v.figure),
-                                      _waited(baseline.bytes_per_second, v.base_figure))
+        correction = _correction_text(_waited(kept.rate, v.figure),
+                                      _waited(baseline.rate, v.base_figure))
         rule = test.text(bool(correction)) if test.decidable else test.undecidable_text()
         v.failures.append(
-            f"regression: {describe(kept)}: {kib(kept.bytes_per_second)} KiB/s now, "
-            f"baseline {kib(baseline.bytes_per_second)} KiB/s, change {pct(v.change)}"
+            f"regression: {describe(kept)}: {kib(kept.rate, kept.unit)} {kept.unit} now, "
+            f"baseline {kib(baseline.rate, kept.unit)} {kept.unit}, change {pct(v.change)}"
             f"{correction}, threshold {c.threshold.value:g}% ({c.threshold.source}); "
             f"{v.tries_text}; {rule}"
             + (f"; {test.noisy_text()}" if test.noisy(c.threshold.value) else ""))
-    elif c.regressed(kept.bytes_per_second, baseline.bytes_per_second):
+    elif c.regressed(kept.rate, baseline.rate):
         v.status = BUSY  # slower by the clock, not once the waits for a CPU are taken out
     elif any(c.regressed(f, v.base_figure) for f in figures):
         v.status = RECOVERED
@@ -409,16 +393,16 @@ def criteria(rules: GateRules, m: Measurement, names: Sequence[str], base: Resul
     """What ``m`` is judged against: ``names`` are the names its plugin goes by (for rules),
     ``base`` its baseline cell, ``marker`` the floors of its test's marker; ``differences()``
     how this machine and library differ from the baseline's (only asked when it matters)."""
-    threshold = None
-    not_judged = ""
+    threshold, not_judged = None, ""
+    column = cell_column(m.size, m.direction)  # a size, or a size-less cell's operation
     if base is not None:
-        threshold = rules.thresholds.pick(m.algorithm, names, m.size) or rules.default_threshold
+        threshold = rules.thresholds.pick(m.algorithm, names, column) or rules.default_threshold
         if (base.jobs, base.threads) != (m.jobs, m.threads):  # sums are not one's figure
             not_judged = threads.not_comparable(base, m)
         elif rules.require_same_machine:
             diffs = differences()
             if diffs:
                 not_judged = f"different machine ({', '.join(diffs)})"
-    floor = marker.pick(m.algorithm, names, m.size) if marker is not None else None
-    floor = floor or rules.floors.pick(m.algorithm, names, m.size)
+    floor = marker.pick(m.algorithm, names, column) if marker is not None else None
+    floor = floor or rules.floors.pick(m.algorithm, names, column)
     return Criteria(rules.confirm, base, threshold, floor, not_judged)

@@ -187,9 +187,10 @@ def properties(v: Verdict) -> list[tuple[str, str]]:
     """The JUnit user properties of a verdict: ``qcrypto_kib_per_s``, ``qcrypto_verdict``..."""
     m = v.measurement
     props = [("qcrypto_cell", f"{m.algorithm}:{m.plugin}:{m.size}:{m.direction}"),
-             ("qcrypto_kib_per_s", f"{m.kib_per_s:.2f}")]
+             ("qcrypto_kib_per_s" if m.sized else "qcrypto_ops_per_s", f"{m.figure:.2f}")]
     if v.baseline is not None:
-        props += [("qcrypto_baseline_kib_per_s", f"{v.baseline.kib_per_s:.2f}"),
+        props += [("qcrypto_baseline_kib_per_s" if m.sized else "qcrypto_baseline_ops_per_s",
+                   f"{v.baseline.figure:.2f}"),
                   ("qcrypto_change_pct", gate.pct(v.change).rstrip("%"))]
         if v.threshold is not None:
             props.append(("qcrypto_threshold_pct", f"{v.threshold.value:g}"))
@@ -199,7 +200,8 @@ def properties(v: Verdict) -> list[tuple[str, str]]:
                       ("qcrypto_rounds_below", f"{v.test.below}/{v.test.rounds}"),
                       ("qcrypto_baseline_spread_pct", f"{v.test.baseline_spread * 100:.1f}")]
     if v.floor is not None:
-        props.append(("qcrypto_floor_kib_per_s", f"{v.floor.value:.2f}"))
+        props.append(("qcrypto_floor_kib_per_s" if m.sized else "qcrypto_floor_ops_per_s",
+                      f"{v.floor.value:.2f}"))
     status = "; ".join(f.partition(":")[0] for f in v.failures) or (
         f"not judged: {v.not_judged}" if v.not_judged else v.status)
     return props + [("qcrypto_tries", str(len(v.tries))), ("qcrypto_verdict", status)]
@@ -309,7 +311,7 @@ class GatePlugin:
         report.when = "call"  # a failed test, not an error, even when a fixture skipped
         report.longrepr = (
             f"missing: {alg.name} {case.plugin} {case.size} B {direction} is in the baseline "
-            f"({base.kib_per_s:.2f} KiB/s) but was skipped now: {reason} "
+            f"({base.figure:.2f} {base.unit}) but was skipped now: {reason} "
             "(--qcrypto-allow-missing accepts this)")
 
     # -- the end of the run ----------------------------------------------------------------
@@ -332,7 +334,7 @@ class GatePlugin:
         if self.baseline is None:
             return None
         return change_grid(self.baseline.label, table.algorithm, table.direction,
-                           table.plugins, table.sizes, self.ledger.verdicts(), self.ledger.gone)
+                           table.plugins, table.columns, self.ledger.verdicts(), self.ledger.gone)
 
     def summary_lines(self) -> list[str]:
         """After the tables: regressions, floors, differences, missing and new cells, the file."""

@@ -181,7 +181,7 @@ def round_figures(m: Measurement, share: float | None) -> list[float]:
     """Bytes per second of every round of ``m``, its wait for a CPU (``share`` of its time
     off the CPU) taken out (:func:`without_wait`)."""
     rounds = without_wait(m.rounds_s, m.cpu_s, share) or list(m.rounds_s)
-    work = m.operations * m.size
+    work = m.operations * (m.size or 1)
     return [work / r for r in rounds]
 
 

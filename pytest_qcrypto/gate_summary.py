@@ -9,6 +9,7 @@ never imports pytest.
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Mapping, Sequence
+from typing import Any
 
 from pytest_qcrypto.catalog import plural
 from pytest_qcrypto.tables import Changes, GateTables, SummaryTable
@@ -18,7 +19,7 @@ from pytest_qcrypto.gate import (BUSY, MARK_NOTES, MARKS, NEW, NOISE, NOT_JUDGED
 
 
 def change_grid(baseline_path: object, algorithm: str, direction: str,
-                plugins: Sequence[str], sizes: Sequence[int],
+                plugins: Sequence[str], sizes: Sequence[Any],
                 verdicts: Mapping[CellKey, Verdict],
                 gone: Mapping[CellKey, str]) -> Changes | None:
     """The change grid of the table of (``algorithm``, ``direction``) with rows ``plugins``
@@ -30,7 +31,8 @@ def change_grid(baseline_path: object, algorithm: str, direction: str,
     used: set[str] = set()
     for p in plugins:
         for s in sizes:
-            cell = (algorithm, p, s, direction)
+            # a size-less table (direction empty) has a column per operation, cells of size 0
+            cell = (algorithm, p, s, direction) if direction else (algorithm, p, 0, s)
             v = verdicts.get(cell)
             if v is not None and v.change is not None:
                 mark = MARKS.get(v.status, "")
@@ -201,10 +203,11 @@ def speedup(v: Verdict, rules: GateRules) -> float | None:
 def speedup_text(v: Verdict, ratio: float) -> str:
     """``sha256 fake 16 B digest: 10.00x the baseline (7812.50 KiB/s now, baseline 781.25
     KiB/s, change +900.0%)``: figures by the clock, the change as judged."""
+    u = v.measurement.unit
     assert v.baseline is not None
     return (f"{describe(v.measurement)}: {ratio:.2f}x the baseline "
-            f"({kib(v.measurement.bytes_per_second)} KiB/s now, baseline "
-            f"{kib(v.baseline.bytes_per_second)} KiB/s, change {pct(v.change)})")
+            f"({kib(v.measurement.rate, u)} {u} now, baseline "
+            f"{kib(v.baseline.rate, u)} {u}, change {pct(v.change)})")
 
 
 def speedup_failure(v: Verdict, rules: GateRules) -> str | None:
@@ -270,8 +273,8 @@ def summary_tables(rules: GateRules, baseline: BaselineIndex | None,
         tables.append(SummaryTable(
             f"Regressions ({len(regressions)})",
             ("cell", "now KiB/s", "baseline KiB/s", "change", "threshold", "tries"),
-            tuple((describe(v.measurement), kib(v.measurement.bytes_per_second),
-                   kib(v.baseline.bytes_per_second) if v.baseline else "",
+            tuple((describe(v.measurement), _fig(v.measurement, v.measurement.rate),
+                   _fig(v.measurement, v.baseline.rate) if v.baseline else "",
                    pct(v.change), f"{v.threshold.value:g}%" if v.threshold else "",
                    str(len(v.tries))) for v in regressions), (1, 2, 3, 4, 5)))
     floors = [v for v in every if v.floor is not None
@@ -279,7 +282,7 @@ def summary_tables(rules: GateRules, baseline: BaselineIndex | None,
     if floors:
         tables.append(SummaryTable(
             f"Below floor ({len(floors)})", ("cell", "now KiB/s", "floor KiB/s", "tries"),
-            tuple((describe(v.measurement), kib(v.measurement.bytes_per_second),
+            tuple((describe(v.measurement), _fig(v.measurement, v.measurement.rate),
                    f"{v.floor.value:.2f}" if v.floor else "", str(len(v.tries)))
                   for v in floors), (1, 2, 3)))
     fast = [(v, r) for v in every if (r := speedup(v, rules)) is not None]
@@ -288,8 +291,8 @@ def summary_tables(rules: GateRules, baseline: BaselineIndex | None,
         tables.append(SummaryTable(
             title[0].upper() + title[1:],
             ("cell", "now KiB/s", "baseline KiB/s", "change", "speed-up"),
-            tuple((describe(v.measurement), kib(v.measurement.bytes_per_second),
-                   kib(v.baseline.bytes_per_second) if v.baseline else "", pct(v.change),
+            tuple((describe(v.measurement), _fig(v.measurement, v.measurement.rate),
+                   _fig(v.measurement, v.baseline.rate) if v.baseline else "", pct(v.change),
                    f"{r:.2f}x") for v, r in fast), (1, 2, 3, 4)))
     counts = {w: 0 for w in VERDICT_ORDER}
     for v in every:
@@ -300,3 +303,9 @@ def summary_tables(rules: GateRules, baseline: BaselineIndex | None,
     tables.append(SummaryTable("Verdicts", ("verdict", "cells"),
                                tuple((w, str(n)) for w, n in counts.items() if n), (1,)))
     return GateTables(gate_heading(rules, baseline), tuple(tables))
+
+
+def _fig(m: Any, rate: float) -> str:
+    """A figure for the gate's tables: ``123.45`` (KiB/s, the columns' unit), or
+    ``5000.00 ops/s`` for a size-less cell."""
+    return kib(rate, m.unit) + ("" if m.sized else f" {m.unit}")

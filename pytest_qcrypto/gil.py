@@ -65,7 +65,7 @@ def scaling(m: Any, cpus: int | None = None) -> str | None:
     one = m.one_thread_bps
     if m.threads <= 1 or not one or one <= 0:
         return None
-    ratio = m.bytes_per_second / one
+    ratio = m.rate / one  # bytes/s, or ops/s for a size-less cell
     return (f"threads {m.threads}: {ratio:.1f}x of one thread "
             f"({verdict(ratio, m.threads, cpus or usable_cpus(), m.threads_cpu_wait)})")
 

@@ -164,6 +164,37 @@ class Measurement:
         return self.bytes_per_second / KIB
 
     @property
+    def ops_per_s(self) -> float:
+        """Operations per second of the median round (:attr:`operations` over it): the figure
+        of the kinds without a buffer size (signatures, KEMs, KDFs...)."""
+        return self.operations / self.median_s
+
+    @property
+    def rate(self) -> float:
+        """The median round's work per second in the cell's own unit of work: bytes (a sized
+        cell, :attr:`bytes_per_second`) or operations (size 0, :attr:`ops_per_s`).  What the
+        regression gate compares (a ratio of two rates is the same in KiB/s)."""
+        return self.operations * (self.size or 1) / self.median_s
+
+    @property
+    def sized(self) -> bool:
+        """Whether this is a cell with a buffer size: ``size`` 0 marks the cells of the kinds
+        without one (``KindRules.sized`` False), whose figure is in ops/s."""
+        return self.size > 0
+
+    @property
+    def unit(self) -> str:
+        """The unit of :attr:`figure`: ``KiB/s`` for a sized cell, ``ops/s`` for a size-less one
+        (the catalog's ``KindRules.unit``)."""
+        return "KiB/s" if self.sized else "ops/s"
+
+    @property
+    def figure(self) -> float:
+        """The cell's figure in :attr:`unit`: :attr:`kib_per_s` or :attr:`ops_per_s`.  What the
+        gate, floors, tables and plots compare."""
+        return self.kib_per_s if self.sized else self.ops_per_s
+
+    @property
     def spread(self) -> float:
         """Slowest round / fastest round (1.0 = no spread)."""
         return max(self.rounds_s) / min(self.rounds_s)

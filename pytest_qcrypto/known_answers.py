@@ -17,6 +17,7 @@ import json
 from collections.abc import Callable
 from dataclasses import dataclass
 from functools import cache
+from itertools import cycle, islice, repeat
 from importlib import resources
 
 from pytest_qcrypto.backends.base import AuthenticationError, Context, Workload
@@ -179,3 +180,29 @@ def check_round_trip(plugin: str, alg: Algorithm, ctx: Context, work: Workload) 
         raise KnownAnswerError(
             f"{plugin} {alg.name}: decrypting the {work.size}-byte benchmark buffer "
             "did not give the plaintext back")
+
+
+def checked_roundtrip_runner(typed: str, alg: Algorithm, ctx: Context,
+                             work: Workload) -> Callable[[int], None]:
+    """A round-trip loop that checks every iteration (FreeBSD cryptotest's ``-c``): one-shot
+    ``ctx.encrypt`` of ``work.data`` (AEADs: the next nonce of ``work.nonces``) must differ
+    from the plaintext, and ``ctx.decrypt`` of it must give the plaintext back; else
+    ``KnownAnswerError`` (one line: plugin, algorithm, size, which iteration)."""
+    data, n = work.data, work.size
+    ivs = cycle(work.nonces) if alg.rules.nonce_per_operation else repeat(work.iv)
+    done = [0]
+
+    def run(count: int) -> None:
+        for iv in islice(ivs, count):
+            done[0] += 1
+            sealed = ctx.encrypt(iv, data)
+            if bytes(sealed[:n]) == data:
+                raise KnownAnswerError(
+                    f"{typed} {alg.name}: cipher text unchanged: the encryption of the "
+                    f"{n}-byte buffer equals the plaintext (round trip {done[0]})")
+            if bytes(ctx.decrypt(iv, sealed)) != data:
+                raise KnownAnswerError(
+                    f"{typed} {alg.name}: decrypt mismatch: the {n}-byte buffer did not "
+                    f"decrypt back to the plaintext (round trip {done[0]})")
+
+    return run

@@ -28,11 +28,12 @@ from itertools import groupby
 
 from pytest_qcrypto import cryptotest_names
 from pytest_qcrypto.harness import Measurement
+from pytest_qcrypto.ops_layouts import openssl_ops_lines
 from pytest_qcrypto.markdown import (markdown_changes, markdown_gate, markdown_legend,
                                      markdown_lines)
 from pytest_qcrypto.tables import (  # noqa: F401 (cell_text, header: for a layout added here)
     DEFAULT_UNIT, FAILED, MARKERS, SKIPPED, UNITS, Cell, Changes, GateTables, Table, cell_text,
-    change_lines, header, notes, status_reason, table_lines, verbose_block)
+    change_lines, header, notes, status_reason, table_lines, unit_of, verbose_block)
 
 
 @dataclass(frozen=True)
@@ -183,7 +184,13 @@ def openssl_lines(tables: Sequence[Table]) -> list[str]:
 @layout("openssl", "(openssl speed's table, 1000s of bytes per second; no --qcrypto-unit "
         "with it)", unit="kB/s", unit_why="1000s of bytes per second, as openssl speed prints")
 def openssl_layout(figures: Figures) -> list[str]:
-    return openssl_lines(figures.tables) + plain_notes(figures)
+    """The sized tables in 1000s of bytes per second, then the size-less ones (signatures,
+    KEMs, KDFs...) in seconds per operation and operations per second, as openssl speed
+    prints its public-key results after its symmetric ones (:mod:`.ops_layouts`)."""
+    sized = [t for t in figures.tables if t.sized]
+    ops = [t for t in figures.tables if not t.sized]
+    lines = openssl_lines(sized) if sized or not ops else []
+    return lines + openssl_ops_lines(ops) + plain_notes(figures)
 
 
 # -- markdown ------------------------------------------------------------------------------------
@@ -212,7 +219,7 @@ CSV_COLUMNS = ("algorithm", "direction", "plugin", "size", "unit", "value", "cou
 def _row_jobs(t: Table, plugin: str) -> str:
     """The processes that measured a row at once (``--qcrypto-jobs``): those of its first
     measured cell; empty when none of its cells was measured."""
-    return next((str(c.measurement.jobs) for s in t.sizes
+    return next((str(c.measurement.jobs) for s in t.columns
                  if (c := t.cells.get((plugin, s))) is not None and c.measurement is not None), "")
 
 
@@ -237,13 +244,14 @@ def csv_lines(tables: Sequence[Table], unit: str = DEFAULT_UNIT) -> list[str]:
     for t in tables:
         for p in t.plugins:
             jobs = _row_jobs(t, p)
-            for s in t.sizes:
+            for s in t.columns:  # a size-less table's columns: its operations, size 0
                 cell = t.cells.get((p, s))
                 m = cell.measurement if cell is not None else None
                 status, reason = status_reason(cell, t)
-                row: list[object] = [t.algorithm, t.direction, p, s, unit]
+                shown = unit_of(t, unit)
+                row: list[object] = [t.algorithm, t.direction or s, p, s if t.sized else 0, shown]
                 if m is not None:
-                    row += [f"{UNITS[unit].of(m):.2f}", m.count, f"{m.median_s:.9f}", "ok", ""]
+                    row += [f"{UNITS[shown].of(m):.2f}", m.count, f"{m.median_s:.9f}", "ok", ""]
                 else:
                     row += ["", "", "", status, reason]
                 row.append(m.jobs if m is not None else jobs)
@@ -333,6 +341,8 @@ def cryptotest_lines(tables: Sequence[Table], verbose: bool = False) -> list[str
     ordered = sorted(enumerate(tables), key=lambda it: (cryptotest_names.order(
         it[1].algorithm), it[0]))
     for _, t in ordered:
+        if not t.sized:  # cryptotest's line is bytes per second: no place for ops/s
+            continue
         name = cryptotest_names.display_name(t.algorithm)
         for p in t.plugins:
             said: set[str] = set()

@@ -19,6 +19,7 @@ from pytest_qcrypto.bench import Case
 from pytest_qcrypto.gate import CellKey, Verdict
 from pytest_qcrypto.harness import Measurement
 from pytest_qcrypto.render import FAILED, SKIPPED, Cell, Table
+from pytest_qcrypto.tables import assemble, grouped_cells
 from pytest_qcrypto.results import Result
 
 
@@ -81,7 +82,8 @@ class Ledger:
         """The cell of a skipped or failed matrix or marker item, with the report's reason."""
         alg = callable_names.lookup(case.algorithm)  # a catalog algorithm or a callable
         if alg is not None:
-            self.mark((alg.name, case.plugin, case.size, alg.direction(case.decrypt, case.roundtrip)),
+            direction = case.operation or alg.direction(case.decrypt, case.roundtrip)
+            self.mark((alg.name, case.plugin, case.size, direction),
                       SKIPPED if report.skipped else FAILED, _reason(report))
 
     def _touch(self, plugin: str) -> None:
@@ -107,20 +109,13 @@ class Ledger:
         return list(out.values())
 
     def tables(self, first: Sequence[str] = ()) -> list[Table]:
-        """One table per (algorithm, direction), in first-seen order; rows: the plugins
-        ``first`` (the matrix's), then the others in first-seen order."""
+        """One table per (algorithm, direction), in first-seen order (one per size-less
+        algorithm, a column per operation); rows: the plugins ``first`` (the matrix's), then
+        the others in first-seen order."""
         order = list(first) + [p for p in self.plugin_order if p not in first]
-        grouped: dict[tuple[str, str], dict[tuple[str, int], Cell]] = {}
-        for (alg, plugin, size, direction), cell in self.cells.items():
-            grouped.setdefault((alg, direction), {})[(plugin, size)] = cell
-        out = []
-        for (alg_name, direction), cells in grouped.items():
-            alg = callable_names.lookup(alg_name)
-            assert alg is not None
-            plugins = tuple(p for p in order if any(q == p for q, _ in cells))
-            sizes = tuple(sorted({s for _, s in cells}))
-            out.append(Table(alg.name, alg.table_kind, direction, plugins, sizes, cells))
-        return out
+        grouped = grouped_cells((*key, cell) for key, cell in self.cells.items())
+        return [assemble(alg_name, direction, [p for p in order if any(q == p for q, _ in cells)],
+                         cells) for (alg_name, direction), cells in grouped.items()]
 
 
 def _reason(report: pytest.TestReport) -> str:

@@ -147,7 +147,7 @@ def summary_lines(state: MachineState | None, measurements: Sequence[Measurement
     noisy = [(m, why) for m in measurements if (why := noise(m))]
     if noisy:
         lines.append(f"noisy figures (median round shown; {len(noisy)} of {len(measurements)}):")
-        lines.extend(f"  {m.algorithm} {m.plugin} {m.size} bytes: {'; '.join(why)}"
+        lines.extend(f"  {m.algorithm} {m.plugin} {cell_name(m)}: {'; '.join(why)}"
                      for m, why in noisy)
     if state is not None:
         if verbose:
@@ -169,11 +169,21 @@ def worker_lines(m: Measurement) -> list[str]:
     workers = m.workers
     if not workers:
         return []
-    head = (f"{m.plugin} {m.algorithm} {m.size} bytes: {m.kib_per_s:.2f} KiB/s from "
+    head = (f"{m.plugin} {m.algorithm} {cell_name(m)}: {m.figure:.2f} {m.unit} from "
             f"{len(workers)} {'threads' if m.threads > 1 else 'jobs'}")
+    if not m.sized:  # ops/s: each worker's operations over its own round
+        per = m.operations / m.count if m.count else 1
+        return [head] + [
+            f"  worker {i}: " + ", ".join(f"{w.count * per / s:.2f}" for s in w.rounds_s)
+            + f" {m.unit}" for i, w in enumerate(workers, 1)]
     return [head] + [
         f"  {'thread' if m.threads > 1 else 'worker'} {i}: " + ", ".join(f"{rate:.2f}" for rate in w.kib_per_s) + " KiB/s"
         for i, w in enumerate(workers, 1)]
+
+
+def cell_name(m: Measurement) -> str:
+    """``4096 bytes``, or the operation of a size-less cell (``sign``)."""
+    return f"{m.size} bytes" if m.sized else m.direction
 
 
 def _on_off(flag: bool | None) -> str:

@@ -12,7 +12,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from pytest_qcrypto.tables import (DEFAULT_UNIT, MARKERS, Changes, GateTables, SummaryTable,
-                                   Table, cell_text, header, notes)
+                                   Table, cell_text, header, notes, unit_of)
 
 
 def md(text: str) -> str:
@@ -41,11 +41,12 @@ def markdown_lines(tables: Sequence[Table], unit: str = DEFAULT_UNIT) -> list[st
     """Each table as a GitHub-flavoured markdown heading, table and list of notes."""
     lines: list[str] = []
     for t in tables:
-        lines += [f"### {header(t, unit).removesuffix(':')}", "",
-                  "| plugin | " + " | ".join(str(s) for s in t.sizes) + " |",
-                  "| :--- |" + " ---: |" * len(t.sizes)]
+        params = [f"Parameters: {md(t.params)}", ""] if t.params else []
+        lines += [f"### {header(t, unit).removesuffix(':')}", "", *params,
+                  "| plugin | " + " | ".join(str(s) for s in t.columns) + " |",
+                  "| :--- |" + " ---: |" * len(t.columns)]
         for p in t.plugins:
-            cells = [cell_text(t.cells.get((p, s)), unit) for s in t.sizes]
+            cells = [cell_text(t.cells.get((p, s)), unit_of(t, unit)) for s in t.columns]
             lines.append(f"| {md(p)} | " + " | ".join(cells) + " |")
         extra = notes(t)
         if extra:

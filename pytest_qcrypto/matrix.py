@@ -82,14 +82,23 @@ def matrix_algorithms(run: Run) -> list[Algorithm]:
     return [a for a in run.settings.algorithms if a.name in named | _supported(run)]
 
 
+def cells_of(alg: Algorithm, plugin: str, sizes: tuple[int, ...], decrypt: bool,
+             roundtrip: bool) -> list[Case]:
+    """The cases of one algorithm in one plugin: one per size, or, for a kind without a
+    buffer size (``KindRules.sized`` False), one per direction of the kind with size 0."""
+    if not alg.rules.sized:
+        return [Case(alg.name, plugin, 0, operation=str(d)) for d in alg.directions]
+    return [Case(alg.name, plugin, size, decrypt and alg.can_decrypt,
+                 roundtrip and alg.can_roundtrip) for size in sizes]
+
+
 def cases(run: Run) -> Iterator[Case]:
-    """The speed matrix, in table order: algorithm, then plugin, then size."""
+    """The speed matrix, in table order: algorithm, then plugin, then size (or operation)."""
     s = run.settings
     targets = getattr(run, "target_names", None) or [""]  # --qcrypto-target: PLUGIN@NAME
-    for alg, sel, size, target in product(matrix_algorithms(run), run.selections, s.sizes,
-                                          targets):
-        yield Case(alg.name, f"{sel.typed}@{target}" if target else sel.typed, size,
-                   s.decrypt and alg.can_decrypt, s.roundtrip and alg.can_roundtrip)
+    for alg, sel, target in product(matrix_algorithms(run), run.selections, targets):
+        yield from cells_of(alg, f"{sel.typed}@{target}" if target else sel.typed, s.sizes,
+                            s.decrypt, s.roundtrip)
 
 
 def check_all(run: Run) -> None:
@@ -142,8 +151,7 @@ def marker_cases(run: Run, marker: pytest.Mark) -> list[Case]:
     if "callable" in kwargs:
         return _callable_cases(run, kwargs, list(marker.args))
     names = list(marker.args) + settings.split_list(_as_list(kwargs.pop("algorithms", [])))
-    algorithms: list[Algorithm] = settings.parse_algorithms(
-        names, (catalog.DIGEST, catalog.CIPHER, catalog.AEAD), "algorithms")
+    algorithms: list[Algorithm] = settings.parse_algorithms(names, catalog.KINDS, "algorithms")
     if not algorithms:
         raise SettingsError("give at least one algorithm")
     typed = settings.split_list(_as_list(kwargs.pop("plugins", None)))
@@ -161,8 +169,8 @@ def marker_cases(run: Run, marker: pytest.Mark) -> list[Case]:
         marker_floors(kwargs.pop("floor"), "floor")
     if kwargs:
         raise SettingsError(f"unknown marker arguments: {', '.join(kwargs)}")
-    return [Case(a.name, s.typed, size, decrypt and a.can_decrypt, roundtrip and a.can_roundtrip)
-            for a, s, size in product(algorithms, selections, sizes_t)]
+    return [c for a, s in product(algorithms, selections)
+            for c in cells_of(a, s.typed, sizes_t, decrypt, roundtrip)]
 
 
 def _callable_cases(run: Run, kwargs: dict[str, Any], args: list[Any]) -> list[Case]:
@@ -205,7 +213,7 @@ class Matrix:
         except (SettingsError, RegistryError, TypeError) as exc:
             raise pytest.Collector.CollectError(f"@pytest.mark.qcrypto: {exc}") from None
         metafunc.parametrize("qcrypto_case", found,
-                             ids=[f"{c.algorithm}-{c.plugin}-{c.size}" for c in found])
+                             ids=[f"{c.algorithm}-{c.id}" for c in found])
 
 
 class SpeedMatrix(pytest.Collector):
@@ -250,7 +258,11 @@ def _structure_id(item: pytest.Item) -> None:
 
 
 def speed_cell(qcrypto_case: Case, qcrypto_context: Any) -> None:
-    """One cell of the speed matrix: measure the case's size (the figure is recorded)."""
+    """One cell of the speed matrix: measure the case's size or operation (the figure is
+    recorded)."""
+    if qcrypto_case.operation:
+        qcrypto_context.measure(operation=qcrypto_case.operation)
+        return
     qcrypto_context.measure(qcrypto_case.size, decrypt=qcrypto_case.decrypt,
                             roundtrip=qcrypto_case.roundtrip)
 

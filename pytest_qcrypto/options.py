@@ -118,6 +118,19 @@ def _macs(text: Any, where: str) -> list[catalog.Algorithm]:
     return settings.parse_algorithms(text, (catalog.MAC,), where)
 
 
+def _pkeys(text: Any, where: str) -> list[catalog.Algorithm]:
+    return settings.parse_algorithms(text, catalog.OPTION_GROUPS["pkey"], where)
+
+
+def _kdfs(text: Any, where: str) -> list[catalog.Algorithm]:
+    return settings.parse_algorithms(text, catalog.OPTION_GROUPS["kdf"], where)
+
+
+#: What reads each selecting option's names, by its word (``--qcrypto-pkey``: ``pkey``).
+ALGORITHM_PARSERS: dict[str, Callable[[Any, str], list[catalog.Algorithm]]] = {
+    "digest": _digests, "cipher": _ciphers, "mac": _macs, "pkey": _pkeys, "kdf": _kdfs}
+
+
 def _confirm(text: Any, where: str) -> int:
     return gate.parse_whole(text, where, 0, gate.MAX_CONFIRM)
 
@@ -134,6 +147,16 @@ OPTIONS: tuple[Option, ...] = (
     Option("--qcrypto-mac", action="append", metavar="NAME", default=[], parse=_macs,
            help="measure this MAC (repeatable, comma lists allowed), e.g. hmac-sha256, "
                 "cmac-aes-128, poly1305; 'all': every one the chosen plugins support."),
+    Option("--qcrypto-pkey", action="append", metavar="NAME", default=[], parse=_pkeys,
+           help="measure this signature, key agreement, KEM or RSA encryption (repeatable, "
+                "comma lists allowed), e.g. ed25519,ecdsa-p256,rsa2048,x25519,ml-kem-768; every "
+                "operation (sign and verify, keygen and derive, ...) in ops/s, without buffer "
+                "sizes; 'all': every one the chosen plugins support."),
+    Option("--qcrypto-kdf", action="append", metavar="NAME", default=[], parse=_kdfs,
+           help="measure this KDF or password hash (repeatable, comma lists allowed), its "
+                "parameters in its name: pbkdf2-sha256 (-i600000), scrypt (-n16384-r8-p1), "
+                "argon2id (-m65536-t3-p4), bcrypt (-c12), hkdf-sha256, e.g. scrypt-n1024; "
+                "derivations per second; 'all': every one the chosen plugins support."),
     # checked against the registry of crypto plugins (QcryptoRun.selections)
     Option("--qcrypto-plugin", action="append", metavar="NAME", default=[],
            ini="qcrypto_plugins", ini_type="args",
@@ -205,7 +228,9 @@ OPTIONS: tuple[Option, ...] = (
            help="per-cell thresholds, lines 'ALGORITHM[:PLUGIN[:SIZE]] = PCT', * is a "
                 "wildcard; the most specific line wins, ties go to the later line."),
     Option(None, ini="qcrypto_floors", ini_type="linelist", parse=gate.parse_kib_per_s,
-           help="minimum KiB/s per cell, lines 'ALGORITHM[:PLUGIN[:SIZE]] = KIB_PER_S'."),
+           help="minimum KiB/s per cell, lines 'ALGORITHM[:PLUGIN[:SIZE]] = KIB_PER_S'; the "
+                "kinds without a buffer size (--qcrypto-pkey, --qcrypto-kdf) in ops/s, their "
+                "operation in place of the size: 'ed25519:openssl:sign = 5000'."),
     Option("--qcrypto-confirm", metavar="N", ini="qcrypto_confirm", parse=_confirm,
            ini_help="default --qcrypto-confirm.",
            help=f"measure a regressed or below-floor cell up to N more times before failing "

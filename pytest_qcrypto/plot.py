@@ -29,6 +29,7 @@ from typing import TYPE_CHECKING, Any
 
 from pytest_qcrypto import files
 from pytest_qcrypto.render import PLOT_SUFFIXES, UNITS, Changes, Plotter, Table
+from pytest_qcrypto.tables import OPS_UNIT
 from pytest_qcrypto.settings import SettingsError
 
 if TYPE_CHECKING:
@@ -122,7 +123,7 @@ def _points(table: Table, row: str, unit: str) -> tuple[list[int], list[float]]:
     """The measured sizes (bytes) of one row and their values in ``unit``."""
     xs: list[int] = []
     ys: list[float] = []
-    for size in table.sizes:
+    for size in table.columns:  # sizes, or a size-less table's operations
         cell = table.cells.get((row, size))
         if cell is not None and cell.measurement is not None:
             xs.append(size)
@@ -137,7 +138,7 @@ def _spread(table: Table, row: str, unit: str) -> tuple[list[int], list[float], 
     xs: list[int] = []
     low: list[float] = []
     high: list[float] = []
-    for size in table.sizes:
+    for size in table.columns:
         cell = table.cells.get((row, size))
         m = cell.measurement if cell is not None else None
         if m is None or m.figure_only or len(m.rounds_s) < 2:
@@ -193,6 +194,9 @@ def figure(tables: Sequence[Table], unit: str = "KiB/s",
     axes = fig.subplots(rows, columns, squeeze=False).ravel()
     base = {(t.algorithm, t.direction): t for t in baseline}
     for ax, table in zip(axes, tables):
+        if not table.sized:  # signatures, KEMs, KDFs: bars per operation, in ops/s
+            bars(ax, table, base.get(table.key), (changes or {}).get(table.key))
+            continue
         colours: dict[str, Any] = {}
         marked = False
         for row in table.plugins:
@@ -237,6 +241,50 @@ def figure(tables: Sequence[Table], unit: str = "KiB/s",
     for ax in axes[len(tables):]:
         ax.set_visible(False)
     return fig
+
+
+def bars(ax: Any, table: Table, old: Table | None,
+         changes: Changes | Sequence[str] | None) -> None:
+    """A size-less table as a bar chart on ``ax``: a group per operation, a bar per plugin
+    (SVG id ``bar-ALGORITHM-OPERATION-PLUGIN``) in ops/s on a log axis, an error bar from its
+    fastest to its slowest round (``spread-...``), a regressed bar edged in red, the
+    baseline's figure as a dashed outline (``bar-...-baseline``)."""
+    unit, ops = OPS_UNIT, list(table.operations)
+    width = 0.8 / max(len(table.plugins), 1)
+    for i, row in enumerate(table.plugins):
+        xs, ys = _points(table, row, unit)
+        at = [ops.index(x) - 0.4 + width * (i + 0.5) for x in xs]
+        if not xs:
+            continue
+        worse = regressed(changes, row)
+        drawn = ax.bar(at, ys, width, label=row)
+        colour = drawn.patches[0].get_facecolor()
+        for rect, op in zip(drawn.patches, xs):
+            rect.set_gid(re.sub(r"[^A-Za-z0-9_.-]", "_", f"bar-{table.algorithm}-{op}-{row}"))
+            if op in worse:
+                rect.set_edgecolor(REGRESSION_COLOUR)
+                rect.set_linewidth(2)
+        bx, low, high = _spread(table, row, unit)
+        if bx:
+            ax.vlines([at[xs.index(x)] for x in bx], low, high, colors="black", linewidth=1,
+                      gid=gid(table, row, kind="spread"))
+        before = old.cells if old is not None else {}
+        for x, pos in zip(xs, at):
+            cell = before.get((row, x))
+            if cell is not None and cell.measurement is not None:
+                ax.bar([pos], [UNITS[unit].of(cell.measurement)], width, fill=False,
+                       linestyle="--", edgecolor=colour, gid=re.sub(
+                           r"[^A-Za-z0-9_.-]", "_", f"bar-{table.algorithm}-{x}-{row}-baseline"))
+    ax.set_xticks(range(len(ops)), ops)
+    ax.set_yscale("log")  # a keygen and a verify can be decades apart
+    ax.set_xlabel("operation")
+    ax.set_ylabel(_axis_label(unit))
+    ax.set_title(table.algorithm + (f" ({table.params})" if table.params else ""))
+    ax.grid(True, which="major", axis="y", alpha=0.3)
+    if ax.patches:
+        ax.legend(fontsize="small")
+    else:
+        ax.text(0.5, 0.5, "nothing measured", ha="center", va="center", transform=ax.transAxes)
 
 
 def svg_text(fig: Figure) -> str:

@@ -103,8 +103,7 @@ class RunSettings:
     def __init__(self, config: pytest.Config) -> None:
         self.config = config
         opt = config.getoption
-        self.requested = bool(opt("qcrypto_digest") or opt("qcrypto_cipher")
-                              or opt("qcrypto_mac"))
+        self.requested = any(opt(f"qcrypto_{o}") for o in catalog.OPTION_GROUPS)
         from_command_line = config.args_source == pytest.Config.ArgsSource.ARGS
         self.matrix_only = self.requested and not from_command_line
         #: the regression gate's options, read by check(); the gate runs when it is wanted
@@ -128,15 +127,11 @@ class RunSettings:
     def settings(self) -> Settings:
         """The run's checked settings (algorithms are empty unless the matrix was asked for)."""
         opt = self.config.getoption
-        algorithms = settings.parse_algorithms(opt("qcrypto_digest"), (catalog.DIGEST,),
-                                               "--qcrypto-digest")
-        algorithms += settings.parse_algorithms(opt("qcrypto_cipher"),
-                                                (catalog.CIPHER, catalog.AEAD), "--qcrypto-cipher")
-        algorithms += settings.parse_algorithms(opt("qcrypto_mac"), (catalog.MAC,),
-                                                "--qcrypto-mac")
+        algorithms = [a for o, parse in options.ALGORITHM_PARSERS.items()
+                      for a in parse(opt(f"qcrypto_{o}"), f"--qcrypto-{o}")]
         if self.requested and not algorithms:
-            raise SettingsError("--qcrypto-digest/--qcrypto-cipher/--qcrypto-mac: no algorithm "
-                                "name given")
+            raise SettingsError("--qcrypto-digest/--qcrypto-cipher/--qcrypto-mac/--qcrypto-pkey/"
+                                "--qcrypto-kdf: no algorithm name given")
         sizes_given, where = self._ini_or_option("qcrypto_size", "qcrypto_sizes")
         sizes = settings.parse_sizes(sizes_given, where)
         if not opt("qcrypto_skip_unsuited_sizes"):

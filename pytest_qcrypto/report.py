@@ -22,7 +22,7 @@ from pytest_qcrypto.harness import KIB, Measurement, WorkerRecord
 from pytest_qcrypto.layouts import LAYOUTS, Figures, markdown_legend  # noqa: F401 (re-export)
 from pytest_qcrypto.render import Plotter, parse_output, write_files
 from pytest_qcrypto.settings import SettingsError
-from pytest_qcrypto.tables import Cell, Table
+from pytest_qcrypto.tables import Cell, Table, assemble, grouped_cells
 
 #: The exit codes of :func:`run` (pytest's: 0 ok, 1 a file not written, 4 a usage error).
 OK, NOT_WRITTEN, USAGE_ERROR = 0, 1, 4
@@ -80,11 +80,11 @@ def _measurement(r: Any) -> Measurement:
         count, rounds, figure_only = r.count, tuple(r.rounds_s), False
     else:
         per_iteration = catalog.OPERATIONS_PER_ITERATION.get(r.direction, 1)
-        count, rounds, figure_only = 1, (per_iteration * r.size / r.bytes_per_second,), True
+        count, rounds, figure_only = 1, (per_iteration * (r.size or 1) / r.bytes_per_second,), True
     per_iteration = catalog.OPERATIONS_PER_ITERATION.get(r.direction, 1)
     workers = tuple(
         WorkerRecord(w.count, tuple(w.rounds_s), tuple(w.cpu_s),
-                     tuple(w.count * per_iteration * r.size / s / KIB for s in w.rounds_s))
+                     tuple(w.count * per_iteration * r.size / s / KIB for s in w.rounds_s))  # 0: size-less
         for w in getattr(r, "workers", ())) if not figure_only else ()
     return Measurement(r.algorithm, r.plugin, r.size, r.direction, count, rounds,
                        tuple(r.cpu_s), r.canonical_plugin, r.operation, r.driver, r.hardware,
@@ -112,24 +112,10 @@ def saved_tables(rows: Iterable[tuple[str, Any]],
     first-seen order, the sizes all those measured.  ``machines`` maps row
     labels to machines (joined reports).
     """
-    grouped: dict[tuple[str, str], dict[tuple[str, int], Cell]] = {}
-    order: dict[tuple[str, str], list[str]] = {}
-    for row, r in rows:
-        key = (r.algorithm, r.direction)
-        grouped.setdefault(key, {})[(row, r.size)] = Cell(_measurement(r))
-        if row not in order.setdefault(key, []):
-            order[key].append(row)
-    tables = []
-    for (name, direction), cells in grouped.items():
-        alg = catalog.lookup(name)
-        kind = alg.table_kind if alg is not None else next(  # the first kind of its direction
-            (k.rules.table_word for k in catalog.KINDS if direction in k.rules.directions),
-            "cipher")
-        labels = tuple(order[(name, direction)])
-        tables.append(Table(alg.name if alg else name, kind, direction, labels,
-                            tuple(sorted({s for _, s in cells})), cells,
-                            {r: machines[r] for r in labels if r in machines} if machines else {}))
-    return tables
+    grouped = grouped_cells((r.algorithm, row, r.size, r.direction, Cell(_measurement(r)))
+                            for row, r in rows)
+    return [assemble(name, direction, list(dict.fromkeys(row for row, _ in cells)), cells,
+                     machines) for (name, direction), cells in grouped.items()]
 
 
 def baseline_tables(baseline: Any) -> list[Table]:

@@ -98,6 +98,8 @@ from pytest_qcrypto.results_model import (  # noqa: F401 (the model, re-exported
 from pytest_qcrypto.files import (  # noqa: F401
     NotARegularFile, check_writable, partial_path, real_target, write_atomic)
 from pytest_qcrypto.machine import fingerprint, machine_differences  # noqa: F401
+from pytest_qcrypto.results_check import (  # noqa: F401 (the checks of a file's fields)
+    _Checker, _is_int, _is_number, _seconds, _show, _whole)
 
 
 # -- writing -----------------------------------------------------------------------------------
@@ -116,63 +118,6 @@ def save(path: Path, results: ResultsFile) -> Path:
 
 
 # -- reading -----------------------------------------------------------------------------------
-
-
-def _is_number(v: object) -> bool:
-    """A finite int or float (not a bool); an int beyond the float range is not one."""
-    if isinstance(v, bool) or not isinstance(v, (int, float)):
-        return False
-    try:
-        return math.isfinite(v)
-    except OverflowError:
-        return False
-
-
-def _is_int(v: object) -> bool:
-    return isinstance(v, int) and not isinstance(v, bool)
-
-
-def _whole(low: int, high: int) -> Callable[[object], bool]:
-    return lambda v: _is_int(v) and low <= v <= high  # type: ignore[operator]
-
-
-def _seconds(low: float) -> Callable[[object], bool]:
-    """A list of seconds, each finite, at least ``low`` and at most ``MAX_ROUND_S``."""
-    return lambda v: isinstance(v, list) and all(_is_number(x) and low <= x <= MAX_ROUND_S
-                                                 for x in v)
-
-
-def _show(value: object) -> str:
-    """A value of the file for a message: JSON, cut to 60 characters."""
-    if isinstance(value, int) and not isinstance(value, bool):
-        return settings.shown_value(value)
-    if isinstance(value, strictjson.Huge):
-        return repr(value)
-    try:
-        return json.dumps(value)[:60]
-    except (TypeError, ValueError):
-        return f"{value!r:.60}"
-
-
-class _Checker:
-    """Type checks of one parsed file, each failure naming the field: ``results[3].size``."""
-
-    def __init__(self, path: Path) -> None:
-        self.path = path
-
-    def fail(self, problem: str) -> ResultsError:
-        return ResultsError(f"{self.path}: {problem}")
-
-    def get(self, obj: Mapping[str, Any], key: str, where: str, kind: str,
-            test: Callable[[Any], bool], default: Any = ...) -> Any:
-        if key not in obj:
-            if default is ...:
-                raise self.fail(f"{where}{key} is missing")
-            return default
-        value = obj[key]
-        if not test(value):
-            raise self.fail(f"{where}{key} must be {kind}, not {_show(value)}")
-        return value
 
 
 def _from_schema_1(doc: dict[str, Any], check: _Checker) -> dict[str, Any]:
@@ -214,14 +159,22 @@ def _result(r: object, i: int, check: _Checker) -> Result:
     opt_str = (lambda v: v is None or isinstance(v, str))
     seconds, cpu = _seconds(MIN_ROUND_S), _seconds(0.0)
     rounds_kind = f"a list of positive seconds (each at least {MIN_ROUND_S:g})"
+    # a size-less algorithm (signature, KEM, KDF...): size 0, one of its operations, ops/s
+    alg = catalog.lookup(r["algorithm"]) if isinstance(r.get("algorithm"), str) else None
+    sizeless = alg is not None and not alg.rules.sized
+    directions = [str(d) for d in alg.directions] if sizeless and alg else DIRECTIONS
+    figure = "ops_per_s" if sizeless else "bytes_per_second"
+    if sizeless:
+        g(r, "unit", w, "ops/s", lambda v: v == "ops/s", "ops/s")
     result = Result(
         algorithm=g(r, "algorithm", w, "a non-empty string", is_str),
         plugin=g(r, "plugin", w, "a non-empty string", is_str),
-        size=g(r, "size", w, f"a whole number of bytes from 1 to {settings.MAX_SIZE}",
-               _whole(1, settings.MAX_SIZE)),
-        direction=g(r, "direction", w, f"one of {', '.join(DIRECTIONS)}",
-                    lambda v: v in DIRECTIONS),
-        bytes_per_second=float(g(r, "bytes_per_second", w, "a positive number",
+        size=g(r, "size", w, f"a whole number of bytes from 1 to {settings.MAX_SIZE}" + (
+            ", or 0 for an algorithm without a buffer size" if sizeless else ""),
+               _whole(0 if sizeless else 1, 0 if sizeless else settings.MAX_SIZE)),
+        direction=g(r, "direction", w, f"one of {', '.join(directions)}",
+                    lambda v: v in directions),
+        bytes_per_second=float(g(r, figure, w, "a positive number",
                                  lambda v: _is_number(v) and v > 0)),
         count=g(r, "count", w, f"a whole number from 0 to {MAX_COUNT}", _whole(0, MAX_COUNT)),
         rounds_s=tuple(g(r, "rounds_s", w, rounds_kind, seconds)),

@@ -113,12 +113,12 @@ class Result:
         """The saved form of ``m``; ``tries`` are all tries when the gate re-measured,
         ``cpu_wait_share`` the share of its time off the CPU spent waiting for one,
         ``verdict`` the gate's decision and its statistic (:meth:`gate_stats.TestResult.record`)."""
-        every = tuple(t.bytes_per_second for t in tries)
+        every = tuple(t.rate for t in tries)
         jobs = m.jobs
         per_iteration = catalog.OPERATIONS_PER_ITERATION.get(m.direction, 1)
-        workers = tuple(WorkerResult.from_record(w, m.size, per_iteration) for w in m.workers)
+        workers = tuple(WorkerResult.from_record(w, m.size or 1, per_iteration) for w in m.workers)
         return cls(algorithm=m.algorithm, plugin=m.plugin, size=m.size, direction=m.direction,
-                   bytes_per_second=m.bytes_per_second, count=m.count,
+                   bytes_per_second=m.rate, count=m.count,
                    rounds_s=tuple(m.rounds_s), cpu_s=tuple(m.cpu_s),
                    canonical_plugin=m.canonical_plugin or m.plugin, operation=m.operation,
                    driver=m.driver, hardware=m.hardware, test=test,
@@ -136,6 +136,27 @@ class Result:
     @property
     def kib_per_s(self) -> float:
         return self.bytes_per_second / KIB
+
+    @property
+    def sized(self) -> bool:
+        """A cell with a buffer size; size 0: a size-less one (signature, KEM, KDF...), whose
+        ``bytes_per_second`` holds operations per second (saved as ``ops_per_s``)."""
+        return self.size > 0
+
+    @property
+    def rate(self) -> float:
+        """Work per second: bytes, or operations for a size-less result (``Measurement.rate``)."""
+        return self.bytes_per_second
+
+    @property
+    def unit(self) -> str:
+        """``KiB/s``, or ``ops/s`` for a size-less result."""
+        return "KiB/s" if self.sized else "ops/s"
+
+    @property
+    def figure(self) -> float:
+        """The figure in :attr:`unit`, as the tables show it."""
+        return self.kib_per_s if self.sized else self.bytes_per_second
 
     @property
     def slowest_round_bytes_per_second(self) -> float:
@@ -178,13 +199,20 @@ class Result:
             return f"{what} is beyond the float range"
         return None
 
+    def _params(self) -> dict[str, Any]:
+        """A KDF's parameters, ``{"params": {"n": 16384, "r": 8, "p": 1}}`` (else none)."""
+        alg = catalog.lookup(self.algorithm)
+        return {"params": dict(alg.params)} if alg is not None and alg.params else {}
+
     def to_json(self) -> dict[str, Any]:
         out: dict[str, Any] = {
             "algorithm": self.algorithm, "plugin": self.plugin,
             "canonical_plugin": self.canonical_plugin or self.plugin, "size": self.size,
             "direction": self.direction, "operation": self.operation, "count": self.count,
             "rounds_s": list(self.rounds_s), "cpu_s": list(self.cpu_s),
-            "bytes_per_second": self.bytes_per_second, "jobs": self.jobs, "driver": self.driver,
+            **({"bytes_per_second": self.bytes_per_second} if self.sized else
+               {"ops_per_s": self.bytes_per_second, "unit": self.unit, **self._params()}),
+            "jobs": self.jobs, "driver": self.driver,
             "hardware": self.hardware, "test": self.test,
             "cpu_wait_share": self.cpu_wait_share,
         }

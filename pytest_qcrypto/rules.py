@@ -77,11 +77,13 @@ def parse_whole(text: object, where: str, low: int, high: int) -> int:
 
 @dataclass(frozen=True)
 class Rule:
-    """One ``ALGORITHM[:PLUGIN[:SIZE]] = VALUE`` line; None fields are wildcards."""
+    """One ``ALGORITHM[:PLUGIN[:SIZE]] = VALUE`` line; None fields are wildcards.  For an
+    algorithm without a buffer size (signatures, KEMs, KDFs...) ``size`` is the operation
+    (``ed25519:openssl:sign``): see :func:`cell_column`."""
 
     algorithm: str | None
     plugin: str | None
-    size: int | None
+    size: int | str | None
     value: float
     source: str
 
@@ -90,15 +92,23 @@ class Rule:
         """How many fields are not wildcards (0 to 3)."""
         return sum(f is not None for f in (self.algorithm, self.plugin, self.size))
 
-    def matches(self, algorithm: str, plugins: Iterable[str], size: int) -> bool:
+    def matches(self, algorithm: str, plugins: Iterable[str], size: int | str) -> bool:
         """Does this rule cover the cell?  ``plugins`` are the names the plugin goes by."""
         return ((self.algorithm is None or self.algorithm == algorithm)
                 and (self.plugin is None or self.plugin in {p.lower() for p in plugins})
                 and (self.size is None or self.size == size))
 
 
-def parse_pattern(pattern: str, where: str) -> tuple[str | None, str | None, int | None]:
-    """``sha256:openssl:4096`` -> ``("sha256", "openssl", 4096)``; ``*`` -> None.
+def cell_column(size: int, direction: str) -> int | str:
+    """What a rule's third field is matched with: the size (bytes), or the operation of a
+    size-less cell (size 0: ``sign``)."""
+    return size if size else direction
+
+
+def parse_pattern(pattern: str, where: str) -> tuple[str | None, str | None, int | str | None]:
+    """``sha256:openssl:4096`` -> ``("sha256", "openssl", 4096)``; ``*`` -> None;
+    ``ed25519:openssl:sign`` -> ``("ed25519", "openssl", "sign")`` (an algorithm without
+    a buffer size takes one of its operations in the third field, never a size).
 
     ALGORITHM is a catalog name (any alias, as canonical) or the name of a callable
     (``encrypt_record:*:4096``, as given: :mod:`pytest_qcrypto.callable_names`); a name that
@@ -112,6 +122,17 @@ def parse_pattern(pattern: str, where: str) -> tuple[str | None, str | None, int
         raise SettingsError(f"{where}: {shown(pattern.strip())} has an empty field; write "
                             "ALGORITHM[:PLUGIN[:SIZE]] with * as a wildcard")
     alg_text, plugin_text, size_text = parts[0], None, None
+    sizeless = catalog.lookup(alg_text)
+    operations = [str(d) for d in sizeless.directions] \
+        if sizeless is not None and not sizeless.rules.sized else None
+    if operations is not None and len(parts) >= 3 and parts[-1].lower() in operations:
+        plugin_text = ":".join(parts[1:-1])
+        return (sizeless.name, None if plugin_text == WILDCARD else plugin_text.lower(),  # type: ignore
+                parts[-1].lower())
+    if operations is not None and len(parts) >= 3 and parts[-1].lstrip("+-").isnumeric():
+        raise SettingsError(f"{where}: {sizeless.name} has no buffer size (a {sizeless.word}:"  # type: ignore
+                            f" figures in ops/s); give one of its operations "
+                            f"{', '.join(operations)}, or *")
     if len(parts) == 2:
         plugin_text = parts[1]
     elif len(parts) >= 3:
@@ -124,7 +145,7 @@ def parse_pattern(pattern: str, where: str) -> tuple[str | None, str | None, int
     if alg_text != WILDCARD:
         alg = callable_names.lookup(alg_text)  # a catalog algorithm or a callable's name
         if alg is None:
-            close = catalog.suggest(alg_text, (catalog.DIGEST, catalog.CIPHER, catalog.AEAD))
+            close = catalog.suggest(alg_text, catalog.KINDS)
             hint = f"; did you mean {', '.join(close)}?" if close else ""
             raise SettingsError(f"{where}: unknown algorithm {shown(alg_text)}{hint}")
         algorithm = alg.name
@@ -163,7 +184,9 @@ class Rules:
             rules.append(Rule(alg, plugin, size, value(raw, at), f"{where}: {text!r}"))
         return cls(rules)
 
-    def pick(self, algorithm: str, plugins: Iterable[str], size: int) -> Rule | None:
+    def pick(self, algorithm: str, plugins: Iterable[str], size: int | str) -> Rule | None:
+        """The rule of a cell (``size``: bytes, or a size-less cell's operation,
+        :func:`cell_column`): the most specific match, the later of equals; None if none."""
         names = list(plugins)
         best: tuple[int, int, Rule] | None = None
         for i, rule in enumerate(self.rules):

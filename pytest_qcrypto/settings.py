@@ -281,7 +281,10 @@ def parse_seed(text: object, option: str = "--qcrypto-seed") -> int:
 
 
 #: An example list of names for each table word, in messages about a bad list.
-_EXAMPLES = {"digest": "sha256,md5", "MAC": "hmac-sha256,cmac-aes-128"}
+_EXAMPLES = {"digest": "sha256,md5", "MAC": "hmac-sha256,cmac-aes-128",
+             "public-key algorithm": "ed25519,ml-kem-768", "KDF": "scrypt,pbkdf2-sha256"}
+#: The word of a list of kinds that no table word covers (``--qcrypto-pkey``'s four).
+_WORDS = {catalog.OPTION_GROUPS["pkey"]: "public-key algorithm"}
 
 
 def parse_algorithms(values: Iterable[str] | None, kinds: tuple[str, ...],
@@ -291,7 +294,7 @@ def parse_algorithms(values: Iterable[str] | None, kinds: tuple[str, ...],
     The name :data:`ALL` stands for every algorithm of the kinds, in catalog order.
     """
     found: list[Algorithm] = []
-    word = catalog.group_word(kinds)
+    word = _WORDS.get(tuple(kinds)) or catalog.group_word(kinds)
     texts = [str(v) for v in values or ()]
     if any(t.strip() for t in texts):  # nothing at all is "no algorithm name given"
         check_elements(texts, option, f"{word} names",
@@ -301,6 +304,9 @@ def parse_algorithms(values: Iterable[str] | None, kinds: tuple[str, ...],
             found += [a for a in catalog.algorithms(kinds) if a not in found]
             continue
         alg = catalog.lookup(name)
+        problem = catalog.kdf_problem(name) if alg is None and catalog.KDF in kinds else None
+        if problem:  # a KDF's parameters in its name, out of range or misspelt
+            raise SettingsError(f"{option}: {problem}")
         if alg is None or not alg.is_of(kinds):
             if alg is not None:
                 hint = (f"; {alg.name} is a {alg.table_kind}: use "
@@ -325,8 +331,11 @@ def check_plugin_count(typed: Sequence[str], option: str = "--qcrypto-plugin") -
 
 def check_sizes(algorithms: Iterable[Algorithm], sizes: Iterable[int],
                 option: str = "--qcrypto-size") -> None:
-    """Every size must suit every algorithm's mode (CBC/ECB blocks, XTS minimum)."""
+    """Every size must suit every algorithm's mode (CBC/ECB blocks, XTS minimum); the
+    kinds without a buffer size (``KindRules.sized`` False) take no size and are left out."""
     for alg in algorithms:
+        if not alg.rules.sized:
+            continue
         for size in sizes:
             problem = alg.size_problem(size)
             if problem:

@@ -15,8 +15,9 @@ into text are in :mod:`pytest_qcrypto.layouts`.  Nothing here imports pytest.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Collection, Mapping, Sequence
+from collections.abc import Callable, Collection, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
+from typing import Any
 
 from pytest_qcrypto import catalog, gil
 from pytest_qcrypto.harness import Measurement
@@ -66,21 +67,87 @@ class Cell:
 
 @dataclass(frozen=True)
 class Table:
-    """The results of one algorithm in one direction: rows = plugins (as typed), columns = sizes."""
+    """The results of one algorithm in one direction: rows = plugins (as typed), columns = sizes.
+
+    A kind without a buffer size (signatures, KEMs, KDFs...: ``KindRules.sized`` False) has
+    one table per algorithm instead: ``direction`` empty, ``sizes`` empty, a column per
+    operation (:attr:`operations`, ``sign``, ``verify``), cells keyed (plugin, operation),
+    figures in ops/s whatever the unit asked for (:func:`unit_of`); ``params`` is a KDF's
+    parameters in words (``N=16384, r=8, p=1``).
+    """
 
     algorithm: str
     kind: str  # "digest" or "cipher", the word of the header
     direction: str  # a catalog Direction: "digest", "encrypt", "decrypt", "mac", "roundtrip"
     plugins: tuple[str, ...]
     sizes: tuple[int, ...]
-    cells: dict[tuple[str, int], Cell]
+    cells: dict[tuple[str, Any], Cell]
     #: Row label -> machine, for tables joined across machines (``qcrypto report``).
     machines: Mapping[str, str] = field(default_factory=dict)
+    operations: tuple[str, ...] = ()
+    params: str = ""
 
     @property
     def key(self) -> tuple[str, str]:
-        """``(algorithm, direction)``: a run or a report has one table per key."""
+        """``(algorithm, direction)``: a run or a report has one table per key (direction
+        empty for a size-less algorithm's one table)."""
         return self.algorithm, self.direction
+
+    @property
+    def sized(self) -> bool:
+        """Whether its columns are buffer sizes (else operations)."""
+        return not self.operations
+
+    @property
+    def columns(self) -> tuple[Any, ...]:
+        """Its columns: the sizes (bytes), or the operations of a size-less table."""
+        return self.sizes if self.sized else self.operations
+
+
+#: The unit of every size-less table (``KindRules.unit`` of those kinds).
+OPS_UNIT = catalog.RULES[catalog.Kind.SIGNATURE].unit
+
+
+def unit_of(table: Table, unit: str) -> str:
+    """The unit ``table`` is shown in: ``unit`` for a table of sizes, ops/s for one of
+    operations (a KiB/s of a signature means nothing)."""
+    return unit if table.sized else OPS_UNIT
+
+
+def slot(size: int, direction: str) -> tuple[str, Any]:
+    """Where a cell (size in bytes, direction) sits: (the table's direction, its column).
+    A size-less cell (size 0) is the column ``direction`` of its algorithm's one table."""
+    return ("", direction) if size == 0 else (direction, size)
+
+
+def assemble(algorithm: str, direction: str, rows: Sequence[str],
+             cells: dict[tuple[str, Any], Cell],
+             machines: Mapping[str, str] | None = None) -> Table:
+    """The table of ``algorithm`` in ``direction`` (empty: its size-less table) with these
+    rows and cells (keyed by :func:`slot`'s columns), its kind word and columns from the
+    catalog (an algorithm not in it: a digest or cipher by its direction)."""
+    alg = callable_names.lookup(algorithm)  # a catalog algorithm or a callable
+    kind = alg.table_kind if alg is not None else next(  # the first kind of its direction
+        (k.rules.table_word for k in catalog.KINDS if direction in k.rules.directions), "cipher")
+    machines = {r: machines[r] for r in rows if r in machines} if machines else {}
+    if direction or alg is None:
+        return Table(alg.name if alg else algorithm, kind, direction, tuple(rows),
+                     tuple(sorted({s for _, s in cells})), cells, machines)
+    ops = [str(d) for d in alg.directions]
+    present = {c for _, c in cells}
+    return Table(alg.name, kind, "", tuple(rows), (), cells, machines,
+                 tuple(o for o in ops if o in present), alg.params_text)
+
+
+def grouped_cells(entries: Iterable[tuple[str, str, int, str, Cell]]
+                  ) -> dict[tuple[str, str], dict[tuple[str, Any], Cell]]:
+    """(algorithm, row, size, direction, cell) entries grouped by table key, in first-seen
+    order (:func:`slot`)."""
+    out: dict[tuple[str, str], dict[tuple[str, Any], Cell]] = {}
+    for alg, row, size, direction, cell in entries:
+        where, column = slot(size, direction)
+        out.setdefault((alg, where), {})[(row, column)] = cell
+    return out
 
 
 
@@ -120,28 +187,46 @@ def direction_suffix(direction: str, separator: str = ", ") -> str:
 
 def header(table: Table, unit: str = "KiB/s") -> str:
     """``Benchmark results for 'aes-128-cbc' cipher, decrypt (KiB/s):``, ``... cipher,
-    roundtrip (KiB/s):``."""
-    how = direction_suffix(table.direction)
-    return f"Benchmark results for '{table.algorithm}' {table.kind}{how} ({UNITS[unit].label}):"
+    roundtrip (KiB/s):``, ``Benchmark results for 'ed25519' signature (ops/s):``."""
+    how = direction_suffix(table.direction) if table.sized else ""
+    label = UNITS[unit_of(table, unit)].label
+    return f"Benchmark results for '{table.algorithm}' {table.kind}{how} ({label}):"
+
+
+def params_line(table: Table) -> list[str]:
+    """``parameters: N=16384, r=8, p=1`` under a KDF's header (none for other tables)."""
+    return [f"parameters: {table.params}"] if table.params else []
+
+
+#: The verbose line's note for a round of one operation: it already took min-time.
+ONE_OPERATION = " (one operation per round: a single one already takes min-time)"
 
 
 def verbose_block(table: Table) -> list[str]:
-    """qcrypto's ``-v`` lines: the plugin list, then per plugin one line per measured size."""
+    """qcrypto's ``-v`` lines: the plugin list, then per plugin one line per measured size
+    (``executed 2048 digests of size 16 bytes in 0.11 secs``), or per operation
+    (``executed 512 signs in 0.10 secs``)."""
     lines = [f"Benchmarking '{table.algorithm}' {table.kind} on the following plugin(s): "
              f"{', '.join(table.plugins)}"]
     for plugin in table.plugins:
         lines.append(f"plugin: {plugin}")
-        for size in table.sizes:
-            cell = table.cells.get((plugin, size))
+        for column in table.columns:
+            cell = table.cells.get((plugin, column))
             if cell is not None and cell.measurement is not None \
                     and not cell.measurement.figure_only:
                 m = cell.measurement
-                lines.append(f"executed {m.count} {_verb(table)} of size {size} bytes "
-                             f"in {m.median_s:.2f} secs")
+                if table.sized:
+                    lines.append(f"executed {m.count} {_verb(table)} of size {column} bytes "
+                                 f"in {m.median_s:.2f} secs")
+                else:
+                    one = ONE_OPERATION if m.count == 1 and not m.calibration_note else ""
+                    lines.append(f"executed {m.count} {catalog.Direction(column).verb} in "
+                                 f"{m.median_s:.2f} secs{one}")
     return lines
 
 
 def cell_text(cell: Cell | None, unit: str = "KiB/s") -> str:
+    """A cell in ``unit`` with two decimals, or its marker."""
     if cell is None:
         return MARKERS[SKIPPED]
     if cell.measurement is not None:
@@ -151,13 +236,15 @@ def cell_text(cell: Cell | None, unit: str = "KiB/s") -> str:
 
 def table_lines(table: Table, unit: str = "KiB/s") -> list[str]:
     """The header, the column line and one row per plugin, then the marker notes."""
-    texts = {(p, s): cell_text(table.cells.get((p, s)), unit) for p in table.plugins
-             for s in table.sizes}
-    return [header(table, unit), *grid(table.plugins, table.sizes, texts), *notes(table)]
+    shown = unit_of(table, unit)
+    texts = {(p, s): cell_text(table.cells.get((p, s)), shown) for p in table.plugins
+             for s in table.columns}
+    return [header(table, unit), *params_line(table), *grid(table.plugins, table.columns, texts),
+            *notes(table)]
 
 
-def grid(rows: Sequence[str], sizes: Sequence[int],
-         texts: Mapping[tuple[str, int], str]) -> list[str]:
+def grid(rows: Sequence[str], sizes: Sequence[Any],
+         texts: Mapping[tuple[str, Any], str]) -> list[str]:
     """The column line and one line per row: labels left-aligned one wider than the longest
     (or ``plugin``), each column right-aligned two wider than its widest text or size."""
     label_w = max(len(p) for p in ("plugin", *rows)) + 1
@@ -173,7 +260,7 @@ def notes(table: Table) -> list[str]:
     out: list[str] = []
     seen: set[tuple[str, str, str]] = set()
     for p in table.plugins:
-        for s in table.sizes:
+        for s in table.columns:
             cell = table.cells.get((p, s))
             status = cell.status if cell is not None and cell.measurement is None else ""
             if cell is None:
@@ -185,9 +272,9 @@ def notes(table: Table) -> list[str]:
             if (p, status, reason) in seen:
                 continue
             seen.add((p, status, reason))
-            sizes = [str(x) for x in table.sizes
+            sizes = [str(x) for x in table.columns
                      if status_reason(table.cells.get((p, x)), table) == (status, reason)]
-            where = "all sizes" if len(sizes) == len(table.sizes) else f"size {', '.join(sizes)}"
+            where = where_in(table, sizes)
             # a cell no test measured (or a file lacks) was not skipped: say only why it is empty
             said = f" {status}" if cell is not None else ""
             out.append(f"  {MARKERS[status]} {p} ({where}){said}: {reason}")
@@ -207,6 +294,14 @@ def notes(table: Table) -> list[str]:
             out.append(f"  {p}: the summed throughput of {n} processes at once "
                        f"(--qcrypto-jobs {n})")
     return out + gil.table_notes(table)  # --qcrypto-threads: the scaling lines
+
+
+def where_in(table: Table, columns: Sequence[str]) -> str:
+    """``all sizes``, ``size 16, 64``; ``all operations``, ``verify``: which columns a note
+    is about."""
+    if len(columns) == len(table.columns):
+        return "all sizes" if table.sized else "all operations"
+    return f"size {', '.join(columns)}" if table.sized else ", ".join(columns)
 
 
 def status_reason(cell: Cell | None, table: Table) -> tuple[str, str]:

@@ -26,8 +26,11 @@ def test_quick_run_prints_verdicts_and_writes_json(tmp_path):
         "hashlib sha256", "openssl sha256", "openssl aes-128-cbc", "openssl aes-256-gcm"}
     assert result["scaling"]["two_jobs_detail"][0]["workers"]
     assert result["machine_start"]["cpus"] >= 1
+    assert [r["row"] for r in result["pkey_loop"]] == ["openssl ed25519 sign",
+                                                       "openssl ml-kem-768 encaps"]
+    assert "1b. plugin / tight loop, no buffer size" in text
     assert [v["met"] for v in result["verdicts"]] == [
-        r["met"] for r in result["tight_loop"]] + [result["scaling"]["met"]]
+        r["met"] for r in result["tight_loop"] + result["pkey_loop"]] + [result["scaling"]["met"]]
 
 
 def load_script(monkeypatch):

@@ -33,6 +33,11 @@ def test_every_issue_algorithm_is_in_the_catalog():
     # issue 13: FreeBSD cryptotest's ciphers and its HMACs, CMAC and Poly1305
     wanted += (" des-cbc bf-cbc cast5-cbc hmac-md5 hmac-sha1 hmac-sha256 hmac-sha384 "
                "hmac-sha512 cmac-aes-128 poly1305")
+    # issue 15: signatures, key agreement, KEMs, RSA encryption and KDFs (parameters in the name)
+    wanted += (" rsa2048 rsa3072 rsa4096 rsa2048-pkcs1 ecdsa-p256 ecdsa-p384 ed25519 ed448 "
+               "ml-dsa-44 ml-dsa-65 ml-dsa-87 x25519 x448 ecdh-p256 ml-kem-768 ml-kem-1024 "
+               "rsa2048-oaep pbkdf2-sha256-i600000 scrypt-n16384-r8-p1 argon2id-m65536-t3-p4 "
+               "bcrypt-c12 hkdf-sha256")
     assert set(wanted.split()) == set(catalog.names())
 
 

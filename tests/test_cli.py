@@ -70,9 +70,11 @@ def test_without_an_algorithm_every_one_the_plugin_supports(pytester):
     assert r.ret == 0, r.stderr.str()
     headers = [line for line in r.outlines if line.startswith("Benchmark results")]
     assert len(headers) >= 15
-    # hashlib has no ciphers; its HMACs come after the digests, as -M is asked for too
+    # hashlib has no ciphers; its HMACs come after the digests, as -M is asked for too, and
+    # its KDFs (pbkdf2-sha256, scrypt) after them, in ops/s, as -K is (issue 15)
     kinds = [h.split("' ")[1] for h in headers]
-    assert kinds == sorted(kinds, key=("digest (KiB/s):", "MAC (KiB/s):").index)
+    assert kinds == sorted(kinds, key=("digest (KiB/s):", "MAC (KiB/s):", "KDF (ops/s):").index)
+    assert "Benchmark results for 'scrypt-n16384-r8-p1' KDF (ops/s):" in headers
     assert "Benchmark results for 'sha3-256' digest (KiB/s):" in headers
     assert "Benchmark results for 'hmac-sha256' MAC (KiB/s):" in headers
 

@@ -13,6 +13,7 @@ PACKAGE = Path(options.__file__).resolve().parent
 #: Every option and its metavar (None: a flag) as pytest --help showed them before the table.
 OPTIONS_BEFORE = [
     ("--qcrypto-digest", "NAME"), ("--qcrypto-cipher", "NAME"), ("--qcrypto-mac", "NAME"),
+    ("--qcrypto-pkey", "NAME"), ("--qcrypto-kdf", "NAME"),  # issue 15
     ("--qcrypto-plugin", "NAME"),
     ("--qcrypto-size", "BYTES"), ("--qcrypto-min-time", "SECONDS"), ("--qcrypto-rounds", "N"),
     ("--qcrypto-decrypt", None), ("--qcrypto-seed", "N"), ("--qcrypto-timeout", "SECONDS"),

@@ -84,6 +84,13 @@ from pytest_qcrypto.backends.afalg_kernel import netlink_flags as _netlink_flags
 from pytest_qcrypto.backends.base import Context, CryptoPlugin, Unavailable, Unsupported
 from pytest_qcrypto.catalog import Algorithm
 
+#: Why the public-key kinds and KDFs are not afalg rows (:meth:`AfalgPlugin.open` raises it).
+NO_PKEY = ("the kernel's AF_ALG offers no public-key or password-hashing interface to user "
+           "space: its socket types are hash, skcipher, aead and rng (an akcipher socket, "
+           "algif_akcipher, was proposed but never merged), and it has no PBKDF2, scrypt or "
+           "Argon2; the kernel's RSA and ECDH serve its own users and keyctl's KEYCTL_PKEY_* "
+           "calls on keyring keys, an interface this plugin does not drive")
+
 
 class AfalgPlugin(CryptoPlugin):
     """Linux kernel crypto through AF_ALG; ``afalg:DRIVER`` pins a driver.
@@ -201,6 +208,8 @@ class AfalgPlugin(CryptoPlugin):
 
     def open(self, algorithm: Algorithm, key: bytes, variant: str | None = None) -> Context:
         """Bind, key and accept; :class:`Unsupported` with the kernel's reason on failure."""
+        if not algorithm.rules.sized:
+            raise Unsupported(NO_PKEY)
         kname = kernel_name(algorithm)
         if kname is None:
             raise Unsupported(f"afalg has no kernel name for {algorithm.name}")

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass, replace
+from functools import partial
 from itertools import repeat
 
 from pytest_qcrypto import catalog
@@ -50,6 +51,11 @@ class Workload:
     nonces: tuple[bytes, ...] = ()
     decrypt: bool = False
     ciphertext: bytes = b""
+    #: the direction timed, for the kinds without a buffer size (``sign``, ``verify``,
+    #: ``keygen``, ``derive``, ``encaps``, ``decaps``, ``encrypt``, ``decrypt``): then ``data``
+    #: is the 32-byte message (signatures, RSA encryption) or the 16-byte password and ``iv``
+    #: the 16-byte salt (KDFs), and the other fields are empty
+    operation: str = ""
 
     @property
     def size(self) -> int:
@@ -69,6 +75,16 @@ class Context:
       :meth:`decrypt` takes that and raises :class:`AuthenticationError` when
       the tag does not verify;
     * MACs: :meth:`mac` returns the tag of ``data`` under the context's key.
+
+    The public-key kinds (no buffer size) keep a key pair made when the context is opened
+    (or set by :meth:`load_private`); keys, signatures and ciphertexts cross between plugins
+    as bytes in the standards' encodings (see :meth:`public_key`):
+
+    * signatures: :meth:`sign`, :meth:`verify`;
+    * key agreement: :meth:`agree`;
+    * KEMs: :meth:`encapsulate`, :meth:`decapsulate`;
+    * RSA encryption: :meth:`public_encrypt`, :meth:`private_decrypt`;
+    * KDFs (no key pair): :meth:`derive_key`.
 
     :meth:`runner` returns the timed loop.  ``driver`` names the implementation
     that did the work when the plugin can tell (a kernel driver), and
@@ -95,8 +111,72 @@ class Context:
     def decrypt(self, iv: bytes, data: bytes, aad: bytes = b"") -> bytes:
         raise Unsupported(f"{self.algorithm.name} is not a cipher")
 
+    # -- the public-key kinds and KDFs ---------------------------------------------------
+
+    def public_key(self) -> bytes:
+        """This context's public key: raw for Ed25519/Ed448/X25519/X448 (RFC 8032, RFC 7748),
+        the SEC1 uncompressed point for P-256/P-384, DER SubjectPublicKeyInfo for RSA, the
+        FIPS 203/204 encoding for ML-KEM (encapsulation key) and ML-DSA."""
+        raise Unsupported(f"{self.algorithm.name} has no public key")
+
+    def load_private(self, private: bytes) -> None:
+        """Replace the key pair by the one of ``private`` (known-answer checks): the 32- or
+        57-byte seed of Ed25519/Ed448 (RFC 8032), the scalar of X25519/X448 (RFC 7748), the
+        64-byte seed d || z of ML-KEM (FIPS 203), the 32-byte seed xi of ML-DSA (FIPS 204),
+        DER PKCS#8 for RSA and ECDSA.  :class:`Unsupported` when the library cannot."""
+        raise Unsupported(f"{self.algorithm.name}: this plugin cannot load a private key")
+
+    def sign(self, message: bytes) -> bytes:
+        """A signature of ``message`` with this context's private key (ECDSA: DER-encoded;
+        RSA: PSS or PKCS#1 v1.5 over the message's SHA-256 digest, as the algorithm says)."""
+        raise Unsupported(f"{self.algorithm.name} is not a signature")
+
+    def verify(self, public_key: bytes, message: bytes, signature: bytes) -> bool:
+        """Whether ``signature`` of ``message`` verifies under ``public_key`` (False when it
+        does not, never an exception for a bad signature)."""
+        raise Unsupported(f"{self.algorithm.name} is not a signature")
+
+    def agree(self, peer_public: bytes) -> bytes:
+        """The shared secret of this context's private key and ``peer_public`` (raw X25519 /
+        X448 output, the ECDH x coordinate)."""
+        raise Unsupported(f"{self.algorithm.name} is not a key agreement")
+
+    def encapsulate(self, public_key: bytes) -> tuple[bytes, bytes]:
+        """``(ciphertext, shared secret)`` encapsulated to ``public_key`` (FIPS 203)."""
+        raise Unsupported(f"{self.algorithm.name} is not a KEM")
+
+    def decapsulate(self, ciphertext: bytes) -> bytes:
+        """The shared secret of ``ciphertext`` under this context's private key (FIPS 203:
+        a ciphertext that was tampered with gives an unrelated secret, not an error)."""
+        raise Unsupported(f"{self.algorithm.name} is not a KEM")
+
+    def public_encrypt(self, public_key: bytes, plaintext: bytes) -> bytes:
+        """``plaintext`` encrypted to ``public_key`` (RSA-OAEP, SHA-256, MGF1-SHA-256)."""
+        raise Unsupported(f"{self.algorithm.name} is not a public-key encryption")
+
+    def private_decrypt(self, ciphertext: bytes) -> bytes:
+        """``ciphertext`` decrypted with this context's private key; raises
+        :class:`AuthenticationError` when it does not decrypt."""
+        raise Unsupported(f"{self.algorithm.name} is not a public-key encryption")
+
+    def derive_key(self, password: bytes, salt: bytes, *, secret: bytes = b"",
+                   associated_data: bytes = b"") -> bytes:
+        """The key (``algorithm.digest_size`` bytes) derived from ``password`` and ``salt``
+        with the algorithm's parameters (``algorithm.params``); HKDF takes ``password`` as
+        its input key material and an empty info.  ``secret`` and ``associated_data`` are
+        Argon2's optional inputs K and X (RFC 9106 section 3.1; its known answer uses
+        them): a plugin that cannot take them raises :class:`Unsupported` when they are
+        not empty, and every other KDF rejects them that way too.  bcrypt's key is the
+        23-byte hash decoded from its modular-crypt string."""
+        raise Unsupported(f"{self.algorithm.name} is not a KDF")
+
     def runner(self, work: Workload) -> Runner:
-        """The timed loop for ``work``: a callable that runs ``count`` operations."""
+        """The timed loop for ``work``: a callable that runs ``count`` operations.
+
+        For the kinds without a buffer size, ``work.operation`` says which; what it needs
+        beyond ``work.data`` (a signature to verify, a peer's public key, a ciphertext to
+        decapsulate or decrypt) the context makes here, before the loop, in its own library.
+        """
         raise NotImplementedError
 
     def roundtrip_runner(self, work: Workload) -> Runner:
@@ -122,6 +202,19 @@ class Context:
 
     def close(self) -> None:
         """Release what the context holds (a session, a socket).  Safe to call twice."""
+
+
+def call_loop(call: Callable[..., object], *args: object) -> Runner:
+    """A runner that calls ``call(*args)`` ``count`` times (the arguments bound once, in C
+    by :func:`functools.partial`): the loop of the public-key and KDF contexts, whose one
+    operation (tens of microseconds and more) dwarfs the partial's tens of nanoseconds."""
+    op = partial(call, *args) if args else call
+
+    def run(count: int, op: Callable[[], object] = op) -> None:
+        for _ in repeat(None, count):
+            op()
+
+    return run
 
 
 class CryptoPlugin:

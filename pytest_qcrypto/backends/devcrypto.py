@@ -78,6 +78,14 @@ from pytest_qcrypto.backends.devcrypto_sessions import (  # noqa: F401  (names t
 from pytest_qcrypto.backends.devcrypto_sessions import Buffer as _Buffer
 from pytest_qcrypto.catalog import Algorithm, Kind
 
+#: Why the public-key kinds and KDFs are not devcrypto rows (:meth:`DevCryptoPlugin.open`
+#: raises it); see the project's kernel ABI notes.
+NO_PKEY = ("/dev/crypto offers no public-key or password-hashing operation to measure: "
+           "cryptodev-linux refuses CIOCKEY and reports no asymmetric features "
+           "(CIOCASYMFEAT gives 0), FreeBSD removed CIOCKEY, CIOCKEY2 and CIOCASYMFEAT in 13 "
+           "(before, they ran only modular exponentiation on a few hardware engines, not "
+           "whole signatures), and neither ABI has a KDF")
+
 
 # -- the plugin -------------------------------------------------------------------------
 
@@ -156,6 +164,8 @@ class DevcryptoPlugin(CryptoPlugin):
 
     def open(self, algorithm: Algorithm, key: bytes, variant: str | None = None) -> Context:
         """Open the device and one session; :class:`Unsupported` with the errno if refused."""
+        if not algorithm.rules.sized:
+            raise Unsupported(NO_PKEY)
         abi = self.abi
         if abi is None:
             raise Unavailable(f"no /dev/crypto ABI for {os.uname().sysname}")

@@ -17,17 +17,32 @@ MAC rules ask (a key set up once).  The one-shot ``hmac.digest(key, buf, name)``
 re-derives the keyed state on every call and was slower here (CPython 3.11,
 OpenSSL 3: 2.6 us against 1.1 us per 16-byte HMAC-SHA256), so it is not timed.
 CMAC and Poly1305 are not in the standard library.
+
+KDFs: ``pbkdf2-sha256`` is ``hashlib.pbkdf2_hmac("sha256", password, salt, i, 32)`` and
+``scrypt`` is ``hashlib.scrypt(password, salt=..., n=..., r=..., p=..., maxmem=...,
+dklen=32)`` (OpenSSL's, where this hashlib has it), with ``maxmem`` the 128 * r * (N + p + 2)
+bytes the derivation needs plus 1 MiB; CPython caps ``maxmem`` below 2 GiB, so a larger
+scrypt cell is not supported here.  One operation is one such call.  Nothing else of the
+public-key kinds is in the standard library.
 """
 
 from __future__ import annotations
 
 import hashlib
 import hmac
+from functools import partial
 from itertools import repeat
 from typing import Any
 
 from pytest_qcrypto import catalog
-from pytest_qcrypto.backends.base import Context, CryptoPlugin, Runner, Unsupported, Workload
+from pytest_qcrypto.backends.base import (
+    Context,
+    CryptoPlugin,
+    Runner,
+    Unsupported,
+    Workload,
+    call_loop,
+)
 from pytest_qcrypto.catalog import Algorithm, Kind
 
 #: hashlib's spelling of catalog names where they differ (blake2 defaults are the full sizes).
@@ -94,9 +109,11 @@ class HashlibPlugin(CryptoPlugin):
 
     def implementation(self, algorithm: Algorithm) -> str:
         """``CPython's _blake2`` or ``OpenSSL 3.0.19``, see :func:`implementation_of`
-        (HMACs: :func:`hmac_implementation_of`)."""
+        (HMACs: :func:`hmac_implementation_of`; PBKDF2 and scrypt: the OpenSSL CPython links)."""
         if algorithm.is_of((Kind.MAC,)):
             return hmac_implementation_of(algorithm.family)
+        if algorithm.is_of((Kind.KDF,)):  # pbkdf2_hmac and scrypt: CPython's OpenSSL calls
+            return openssl_name()
         return implementation_of(_hashlib_name(algorithm.name))
 
     def supported(self) -> frozenset[str]:
@@ -104,11 +121,15 @@ class HashlibPlugin(CryptoPlugin):
         digests = {n for n in catalog.names(Kind.DIGEST) if _hashlib_name(n) in have}
         hmacs = {a.name for a in catalog.algorithms((Kind.MAC,))
                  if a.name.startswith("hmac-") and a.family in digests}
-        return frozenset(digests | hmacs)
+        kdfs = {"pbkdf2-sha256-i600000"} | (
+            {"scrypt-n16384-r8-p1"} if hasattr(hashlib, "scrypt") else set())
+        return frozenset(digests | hmacs | kdfs)
 
     def open(self, algorithm: Algorithm, key: bytes, variant: str | None = None) -> Context:
         if variant:
             raise Unsupported(f"the hashlib plugin has no drivers to pin (got ':{variant}')")
+        if not algorithm.rules.sized:
+            return _KdfContext(algorithm, key)
         if algorithm.is_of((Kind.MAC,)) and algorithm.name.startswith("hmac-"):
             return _HmacContext(algorithm, key)
         if algorithm.keyed:
@@ -155,6 +176,46 @@ class _HmacContext(Context):
                 m.digest()
 
         return run
+
+
+#: The most ``hashlib.scrypt`` takes as ``maxmem`` (CPython: below INT_MAX bytes).
+_SCRYPT_MAXMEM = 2**31 - 1
+
+
+class _KdfContext(Context):
+    """PBKDF2-HMAC-SHA256 and scrypt from hashlib (:class:`Unsupported` for the rest)."""
+
+    def __init__(self, algorithm: Algorithm, key: bytes) -> None:
+        super().__init__(algorithm, key)
+        if algorithm.family not in ("pbkdf2-sha256", "scrypt") or (
+                algorithm.family == "scrypt" and not hasattr(hashlib, "scrypt")):
+            raise Unsupported(f"hashlib has no {algorithm.name}: of the public-key kinds and "
+                              "KDFs it has PBKDF2 (pbkdf2_hmac) and scrypt (where its OpenSSL "
+                              "has it) only")
+        if algorithm.family == "scrypt" and self._maxmem() > _SCRYPT_MAXMEM:
+            raise Unsupported(f"{algorithm.name} needs {self._maxmem()} bytes of memory; "
+                              f"hashlib.scrypt takes at most {_SCRYPT_MAXMEM} (maxmem)")
+
+    def _maxmem(self) -> int:
+        n, r, p = (self.algorithm.param(x) for x in "nrp")
+        return 128 * r * (n + p + 2) + 2**20
+
+    def _derivation(self, password: bytes, salt: bytes) -> Any:
+        alg = self.algorithm
+        if alg.family == "pbkdf2-sha256":
+            return partial(hashlib.pbkdf2_hmac, "sha256", password, salt, alg.param("i"),
+                           alg.digest_size)
+        return partial(hashlib.scrypt, password, salt=salt, n=alg.param("n"), r=alg.param("r"),
+                       p=alg.param("p"), maxmem=self._maxmem(), dklen=alg.digest_size)
+
+    def derive_key(self, password: bytes, salt: bytes, *, secret: bytes = b"",
+                   associated_data: bytes = b"") -> bytes:
+        if secret or associated_data:
+            raise Unsupported(f"{self.algorithm.name} takes no secret or associated data")
+        return self._derivation(password, salt)()
+
+    def runner(self, work: Workload) -> Runner:
+        return call_loop(self._derivation(work.data, work.iv))
 
 
 #: The built-in plugin of this module (found by :func:`pytest_qcrypto.backends.builtin_plugins`).

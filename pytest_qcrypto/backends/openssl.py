@@ -26,6 +26,10 @@ from its legacy provider, which pyca loads (``backend.cipher_supported`` says wh
 it could not).  ``des-cbc`` is not supported: pyca has no single DES, and a
 TripleDES with one 8-byte key repeated computes DES at three times its cost.
 
+The public-key kinds and KDFs (signatures, key agreement, KEMs, RSA-OAEP, PBKDF2, scrypt,
+Argon2id, HKDF) are in :mod:`pytest_qcrypto.backends.openssl_pkey`, which says what one
+operation is for each.
+
 The alias ``openssl-3`` is accepted, as in qcrypto's own example; the OpenSSL
 version really used is what :meth:`OpenSSLPlugin.version` reports.
 """
@@ -163,8 +167,12 @@ class OpenSSLPlugin(CryptoPlugin):
     def supported(self) -> frozenset[str]:
         from cryptography.hazmat.backends.openssl import backend
 
-        found = set()
+        from pytest_qcrypto.backends.openssl_pkey import supported_names
+
+        found = supported_names()
         for alg in catalog.ALGORITHMS:
+            if not alg.rules.sized:
+                continue
             if alg.is_of((Kind.MAC,)):
                 if _mac_supported(alg):
                     found.add(alg.name)
@@ -189,6 +197,10 @@ class OpenSSLPlugin(CryptoPlugin):
             raise Unsupported(f"the openssl plugin has no drivers to pin (got ':{variant}')")
         if algorithm.name == "des-cbc":
             raise Unsupported(NO_SINGLE_DES)
+        if not algorithm.rules.sized:  # public-key kinds and KDFs: openssl_pkey.py
+            from pytest_qcrypto.backends.openssl_pkey import open_context
+
+            return open_context(algorithm, key)
         return _CONTEXTS[algorithm.kind](algorithm, key)
 
 

@@ -18,6 +18,9 @@ Timed call paths:
   digestmod=...)`` or ``CMAC.new(key, ciphermod=AES)`` object keyed once (its HMAC and
   CMAC are Python code over its C hashes and AES).
 
+The public-key kinds and KDFs are in :mod:`pytest_qcrypto.backends.pycryptodome_pkey`,
+which says what one operation is for each.
+
 ``des-cbc``, ``bf-cbc`` and ``cast5-cbc`` are ``Crypto.Cipher`` ``DES``, ``Blowfish``
 and ``CAST`` in ``MODE_CBC``.  ``poly1305`` is not supported: PyCryptodome's
 ``Crypto.Hash.Poly1305.new`` always derives the one-time key (r, s) from AES or
@@ -133,13 +136,19 @@ class PyCryptodomePlugin(CryptoPlugin):
                 found.add(alg.name)
             elif alg.name == "cmac-aes-128" and "aes-128-cbc" in found:
                 found.add(alg.name)
-        return frozenset(found)
+        from pytest_qcrypto.backends.pycryptodome_pkey import supported_names
+
+        return frozenset(found | supported_names())
 
     def open(self, algorithm: Algorithm, key: bytes, variant: str | None = None) -> Context:
         if variant:
             raise Unsupported(f"the pycryptodome plugin has no drivers to pin (got ':{variant}')")
         if algorithm.name == "poly1305":
             raise Unsupported(NO_RAW_POLY1305)
+        if not algorithm.rules.sized:  # public-key kinds and KDFs: pycryptodome_pkey.py
+            from pytest_qcrypto.backends.pycryptodome_pkey import open_context
+
+            return open_context(algorithm, key)
         if algorithm.name not in self.supported():
             raise Unsupported(f"PyCryptodome has no {algorithm.name}")
         return _CONTEXTS[algorithm.kind](algorithm, key)
