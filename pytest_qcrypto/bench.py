@@ -4,7 +4,8 @@ This is what the pytest fixtures call, and what a script can call directly::
 
     from pytest_qcrypto import bench
     from pytest_qcrypto.backends.openssl import OpenSSLPlugin
-    from pytest_qcrypto.registry import Selection
+    from pytest_qcrypto.randomness import Randomness  # noqa: F401 (its old home)
+from pytest_qcrypto.registry import Selection
 
     with bench.open_context(Selection("openssl", OpenSSLPlugin()), "sha256") as ctx:
         m = ctx.measure(4096, min_time=0.1, rounds=3)   # checks the vectors first
@@ -13,8 +14,6 @@ This is what the pytest fixtures call, and what a script can call directly::
 
 from __future__ import annotations
 
-import os
-import random
 from collections.abc import Callable
 from dataclasses import dataclass
 from functools import partial
@@ -27,6 +26,7 @@ from pytest_qcrypto.known_answers import checked_roundtrip_runner  # noqa: F401 
 from pytest_qcrypto.backends.base import Context, Unsupported, Workload
 from pytest_qcrypto.catalog import Algorithm, Direction
 from pytest_qcrypto.harness import Measurement
+from pytest_qcrypto.randomness import Randomness  # noqa: F401 (its old home)
 from pytest_qcrypto.registry import Selection
 from pytest_qcrypto.settings import MAX_SIZE
 
@@ -50,29 +50,6 @@ def resolve_algorithm(name: str | Algorithm) -> Algorithm:
 def direction_of(alg: Algorithm, decrypt: bool) -> Direction:
     """Old name of :meth:`Algorithm.direction <pytest_qcrypto.catalog.Algorithm.direction>`."""
     return alg.direction(decrypt)
-
-
-class Randomness:
-    """Keys, IVs, nonces and data for a run: ``os.urandom``, or seeded (reproducible)."""
-
-    def __init__(self, seed: int | None = None) -> None:
-        self.seed = seed
-        self._rng = random.Random(seed) if seed is not None else None
-
-    def bytes(self, n: int) -> bytes:
-        return self._rng.randbytes(n) if self._rng is not None else os.urandom(n)
-
-    def key(self, alg: Algorithm) -> bytes:
-        """A random key of ``alg.key_size`` bytes; XTS halves and 3DES thirds differ."""
-        while True:
-            key = self.bytes(alg.key_size)
-            third = alg.key_size // 3
-            if alg.mode == "xts" and key[: alg.key_size // 2] == key[alg.key_size // 2:]:
-                continue
-            if alg.family == "des" and alg.key_size == 24 and (key[:third] == key[third:2 * third]
-                                        or key[third:2 * third] == key[2 * third:]):
-                continue
-            return key
 
 
 def argument_problem(size: object, min_time: object, rounds: object,

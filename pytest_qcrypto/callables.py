@@ -94,7 +94,7 @@ class CallableBench:
     def measure(self, size: int, *, min_time: float = 0.1, rounds: int = 3, jobs: int = 1,
                 timeout: float | None = None, isolate: bool = False, count: int | None = None,
                 decrypt: bool = False, roundtrip: bool = False,
-                check_roundtrip: bool = False) -> Measurement:
+                check_roundtrip: bool = False, threads: int = 1) -> Measurement:
         """Time calls on ``size``-byte buffers (bytes; ``min_time`` and ``timeout`` seconds).
 
         As :meth:`pytest_qcrypto.bench.BenchContext.measure`: ``count`` fixes the calls per
@@ -111,6 +111,9 @@ class CallableBench:
         problem = bench.argument_problem(size, min_time, rounds, count)
         if decrypt or roundtrip:  # (check_roundtrip, a run-wide option, has nothing to check)
             problem = "a callable has one direction, call: no decrypt or roundtrip"
+        if threads != 1:  # the threads of --qcrypto-threads each open their own context
+            problem = ("a callable is measured in one thread: --qcrypto-threads measures the "
+                       "crypto plugins, each thread on a context of its own")
         if problem:
             raise ValueError(problem)
         multi.check_jobs(jobs)

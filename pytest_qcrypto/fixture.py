@@ -21,36 +21,23 @@ and fails the test when the verdict has failures.
 from __future__ import annotations
 
 import dataclasses
-import errno
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from typing import Any, NoReturn
 
 import pytest
 
-from pytest_qcrypto import bench, callables, catalog, gate, limits, pkey_bench
+from pytest_qcrypto import bench, callables, gate, limits, pkey_bench
 from pytest_qcrypto.backends.base import AuthenticationError, Unavailable, Unsupported
 from pytest_qcrypto.bench import BenchContext, Case, Randomness
 from pytest_qcrypto.harness import Measurement, TimerError
 from pytest_qcrypto.isolate import IsolatedError
 from pytest_qcrypto.jobs import JobsError
 from pytest_qcrypto.known_answers import KnownAnswerError
-from pytest_qcrypto.machine import WaitMeter, metered
+from pytest_qcrypto.machine import WaitMeter
 from pytest_qcrypto.matrix import CASE_KEY
-from pytest_qcrypto.registry import Registry, RegistryError, Selection
-from pytest_qcrypto.results import Result
-from pytest_qcrypto.rules import Rule
-
-
-def _errno_text(exc: OSError) -> str:
-    name = errno.errorcode.get(exc.errno or 0, "")
-    return f"[{name or exc.errno}] {exc.strerror or exc}" if exc.errno else str(exc)
-
-
-def _plugin_error(exc: BaseException) -> str:
-    """``Type: message (file:line in function)``, where the plugin raised it."""
-    where = limits.origin(exc)
-    return f"{type(exc).__name__}: {exc}" + (f" ({where})" if where else "")
+from pytest_qcrypto.registry import Registry, RegistryError, Selection, peers_of
+from pytest_qcrypto.tries import Meter, judge_tries, retry  # noqa: F401 (their old home)
 
 
 def _open_failed(who: str, exc: BaseException) -> NoReturn:
@@ -62,8 +49,8 @@ def _open_failed(who: str, exc: BaseException) -> NoReturn:
     if isinstance(exc, (Unavailable, Unsupported)):
         pytest.skip(f"{who}: {exc}")
     if isinstance(exc, OSError):
-        pytest.skip(f"{who}: cannot open a context: {_errno_text(exc)}")
-    fail(f"{who}: cannot open a context: {_plugin_error(exc)}")
+        pytest.skip(f"{who}: cannot open a context: {limits.errno_text(exc)}")
+    fail(f"{who}: cannot open a context: {limits.plugin_error(exc)}")
 
 
 def _abandoned(who: str, exc: limits.CallTimeout) -> str:
@@ -76,37 +63,6 @@ def _abandoned(who: str, exc: limits.CallTimeout) -> str:
 Recorder = Callable[[Measurement, "gate.Verdict | None"], None]
 #: What a measurement is judged against (the regression gate's pytest side gives it).
 CriteriaOf = Callable[[Measurement], gate.Criteria]
-#: Runs one more try and returns it with the share of its time off the CPU that was a wait
-#: for a CPU (:func:`pytest_qcrypto.machine.metered`).
-Meter = Callable[[Callable[[], Measurement]], "tuple[Measurement, float | None]"]
-
-
-def retry(first: Measurement, again: Callable[[], Measurement] | None, c: gate.Criteria,
-          first_wait: float | None = None, meter: Meter = metered) -> gate.Verdict:
-    """The retry loop: ask :func:`gate.judge` about the tries so far, measure again (with
-    ``meter(again)``) while it asks for another try; its verdict.  Without ``again``, the
-    first try is the only one."""
-    tries, waits = [first], [first_wait]
-    while True:
-        verdict = gate.judge(tries, waits, c, more=again is not None)
-        if verdict is not None:
-            return verdict
-        assert again is not None
-        m, w = meter(again)
-        tries.append(m)
-        waits.append(w)
-
-
-def judge_tries(first: Measurement, again: Callable[[], Measurement] | None, confirm: int,
-                baseline: Result | None, threshold: Rule | None, floor: Rule | None,
-                not_judged: str = "", first_wait: float | None = None,
-                meter: Meter = metered) -> gate.Verdict:
-    """Judge ``first``, measuring again (at most ``confirm`` more tries) while it fails:
-    :func:`retry` with the :class:`gate.Criteria` of these arguments."""
-    return retry(first, again, gate.Criteria(confirm, baseline, threshold, floor, not_judged),
-                 first_wait, meter)
-
-
 @dataclass(frozen=True)
 class MeasureOptions:
     """How measurements run: the run's ``--qcrypto-*`` settings.
@@ -242,11 +198,11 @@ class MeasuredContext:
             fail(f"{who} {at}: {exc}")
         except OSError as exc:
             driver = f" (driver {self.driver})" if self.driver else ""
-            fail(f"{who}{driver} at {size} bytes failed: {_errno_text(exc)}")
+            fail(f"{who}{driver} at {size} bytes failed: {limits.errno_text(exc)}")
         except IsolatedError as exc:
             fail(f"{who} {at}: {exc}")
         except Exception as exc:  # the plugin broke mid-measurement: this item fails, others run
-            fail(f"{who} {at} failed: {_plugin_error(exc)}")
+            fail(f"{who} {at} failed: {limits.plugin_error(exc)}")
 
     def close(self) -> None:
         """Close the context (within ``limits.CLOSE_TIMEOUT`` seconds).
@@ -406,16 +362,6 @@ class QcryptoFixture:
             raise first
 
 
-def peers_of(registry: Registry, selection: Selection,
-             alg: catalog.Algorithm) -> list[tuple[str, pkey_bench.Opener]]:
-    """The other registered plugins, available and with ``alg``, whether or not the run chose
-    them: the cross-plugin checks of a size-less algorithm (``pkey_bench.check``).  Each is
-    (name, a function that opens its context of an algorithm with a fresh key pair)."""
-    return [(p.name, lambda a, p=p: p.open(a, b"", None)) for p in registry.plugins
-            if p is not selection.plugin and registry.unavailable(p) is None
-            and pkey_bench.listed_as(alg) in registry.supported(p)]
-
-
 # -- the fixtures (pytest finds them through pytest_qcrypto.plugin) ------------------------
 
 #: Where the fixtures find how the run makes a ``qcrypto`` fixture for an item.
@@ -439,7 +385,7 @@ def qcrypto(request: pytest.FixtureRequest) -> Iterator[QcryptoFixture]:
         try:
             fixture.close()
         except Exception as exc:  # the plugin's close() raised: its bug, said in one line
-            fail(f"{fixture.failed_close}: close() failed: {_plugin_error(exc)}")
+            fail(f"{fixture.failed_close}: close() failed: {limits.plugin_error(exc)}")
 
 
 @pytest.fixture

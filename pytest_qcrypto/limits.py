@@ -39,6 +39,7 @@ raise :class:`~pytest_qcrypto.settings.SettingsError` for a usage error.
 
 from __future__ import annotations
 
+import errno
 import os
 import signal
 import threading
@@ -264,3 +265,15 @@ def call_bounded(fn: Callable[[], T], call: str, seconds: float | None) -> T:
             return fn()
     except _CallExpired as exc:
         raise CallTimeout(call, exc.seconds) from None
+
+
+def errno_text(exc: OSError) -> str:
+    """``[EACCES] Permission denied``: an ``OSError`` in one line, its errno by name."""
+    name = errno.errorcode.get(exc.errno or 0, "")
+    return f"[{name or exc.errno}] {exc.strerror or exc}" if exc.errno else str(exc)
+
+
+def plugin_error(exc: BaseException) -> str:
+    """``Type: message (file:line in function)``, where the plugin raised it (:func:`origin`)."""
+    where = origin(exc)
+    return f"{type(exc).__name__}: {exc}" + (f" ({where})" if where else "")

@@ -355,7 +355,8 @@ class QcryptoRun(RunSettings):
 
     def pytest_terminal_summary(self, terminalreporter: Any) -> None:
         gate = self.gate
-        gate_lines = self._unused_decrypt() + (gate.summary_lines() if gate else [])
+        gate_lines = (settings.unused_direction(self.settings) if self.requested else []) + (
+            gate.summary_lines() if gate else [])
         output = self.output
         if not self.ledger.cells and output.plots:  # as --qcrypto-save: no empty file
             gate_lines.append(f"qcrypto: nothing was measured: {', '.join(output.plots)} not "
@@ -390,18 +391,6 @@ class QcryptoRun(RunSettings):
             terminalreporter.write_line(line)
         for line in ([""] if self.ledger.cells and gate_lines else []) + gate_lines:
             terminalreporter.write_line(line)
-
-    def _unused_decrypt(self) -> list[str]:
-        """A note when ``--qcrypto-decrypt`` or ``--qcrypto-roundtrip`` met only digests (and
-        MACs), which have no such direction."""
-        s = self.settings
-        if not self.requested or any(a.can_decrypt for a in s.algorithms):
-            return []
-        if s.roundtrip:
-            return ["qcrypto: --qcrypto-roundtrip had no effect: digests and MACs have no round "
-                    "trip (it times ciphers and AEADs encrypting then decrypting)"]
-        return ["qcrypto: --qcrypto-decrypt had no effect: digests have no decrypt direction "
-                "(it times ciphers and AEADs decrypting)"] if s.decrypt else []
 
     # -- fixtures ----------------------------------------------------------------
 

@@ -17,7 +17,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from functools import cache, cached_property
 
-from pytest_qcrypto import catalog, limits, settings
+from pytest_qcrypto import catalog, limits, pkey_bench, settings
 from pytest_qcrypto.backends.base import CryptoPlugin, Unavailable, describe_implementations
 
 
@@ -257,3 +257,13 @@ def list_plugins(registry: Registry) -> list[str]:
             lines.append(f"  implementations: {describe_implementations(done)}")
         lines.extend(f"  {line}" for line in registry.details(p))
     return lines
+
+
+def peers_of(registry: Registry, selection: Selection,
+             alg: catalog.Algorithm) -> list[tuple[str, pkey_bench.Opener]]:
+    """The other registered plugins, available and with ``alg``, whether or not the run chose
+    them: the cross-plugin checks of a size-less algorithm (``pkey_bench.check``).  Each is
+    (name, a function that opens its context of an algorithm with a fresh key pair)."""
+    return [(p.name, lambda a, p=p: p.open(a, b"", None)) for p in registry.plugins
+            if p is not selection.plugin and registry.unavailable(p) is None
+            and pkey_bench.listed_as(alg) in registry.supported(p)]

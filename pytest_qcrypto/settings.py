@@ -361,3 +361,16 @@ class Settings:
     count: int | None = None
     roundtrip: bool = False
     check_roundtrip: bool = False
+
+
+def unused_direction(s: Settings) -> list[str]:
+    """A note when ``--qcrypto-decrypt`` or ``--qcrypto-roundtrip`` met only algorithms without
+    that direction among the kinds with a buffer size (digests, MACs; the public-key kinds
+    measure every operation of theirs anyway)."""
+    if any(a.rules.sized and a.can_decrypt for a in s.algorithms):
+        return []
+    if s.roundtrip:
+        return ["qcrypto: --qcrypto-roundtrip had no effect: digests and MACs have no round "
+                "trip (it times ciphers and AEADs encrypting then decrypting)"]
+    return ["qcrypto: --qcrypto-decrypt had no effect: digests have no decrypt direction "
+            "(it times ciphers and AEADs decrypting)"] if s.decrypt else []

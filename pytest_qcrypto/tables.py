@@ -19,7 +19,7 @@ from collections.abc import Callable, Collection, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any
 
-from pytest_qcrypto import catalog, gil
+from pytest_qcrypto import callable_names, catalog, gil
 from pytest_qcrypto.harness import Measurement
 
 SKIPPED, FAILED = "skipped", "failed"
