@@ -163,7 +163,8 @@ OPTIONS: tuple[Option, ...] = (
            ini_help="default crypto plugins (like --qcrypto-plugin).",
            help=f"crypto plugin to measure (repeatable, at most {settings.MAX_PLUGINS}, table "
                 "rows in this order): openssl, pycryptodome, hashlib, ... Default: the first "
-                f"available of {', '.join(default_order())}."),
+                f"available of {', '.join(default_order())}; when only public-key algorithms "
+                "and KDFs are asked for, every available plugin that has one of them."),
     Option("--qcrypto-size", action="append", metavar="BYTES", default=[],
            ini="qcrypto_sizes", ini_type="args", parse=settings.parse_sizes,
            ini_help="default buffer sizes in bytes (like --qcrypto-size).",

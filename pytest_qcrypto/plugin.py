@@ -20,7 +20,8 @@ from typing import Any
 
 import pytest
 
-from pytest_qcrypto import catalog, cost_model, gate, jobs, machine, matrix, options, settings
+from pytest_qcrypto import catalog, cost_model, gate, jobs, machine, matrix, options, pkey_bench
+from pytest_qcrypto import settings
 from pytest_qcrypto import targets as remote_targets
 from pytest_qcrypto.bench import Case, Randomness
 from pytest_qcrypto.gate_plugin import (GATE_KEY, GateOptions, GatePlugin, PluginNames,
@@ -221,6 +222,12 @@ class RunSettings:
                 raise RegistryError(f"{where}: {s.typed!r} names the same plugin as "
                                     f"{seen[s.canonical]!r}; give each plugin once")
             seen[s.canonical] = s.typed
+        algs = self.settings.algorithms
+        if not chosen and algs and not any(a.rules.sized for a in algs):
+            # only public-key kinds and KDFs (few, slow cells): every plugin that has one
+            reg = self.registry
+            chosen = [Selection(p.name, p) for p in reg.plugins if reg.unavailable(p) is None
+                      and any(pkey_bench.listed_as(a) in reg.supported(p) for a in algs)]
         if not chosen:
             default = self.registry.default()
             if default is None:
@@ -340,8 +347,9 @@ class QcryptoRun(RunSettings):
         matrix's show each of its plugins and sizes (``-`` where an interrupt left a cell)."""
         if not self.requested:
             return self.ledger.tables([])
-        plugins = [p.typed for p in self.selections]
-        return with_every_cell(self.ledger.tables(plugins), {c.algorithm for c in self.cases()},
+        cases = list(self.cases())  # its rows are the cases' plugins (PLUGIN@TARGET too)
+        plugins = list(dict.fromkeys(c.plugin for c in cases))
+        return with_every_cell(self.ledger.tables(plugins), {c.algorithm for c in cases},
                                plugins, self.settings.sizes)
 
     @pytest.hookimpl(tryfirst=True)  # (the gate saves its file first, see gate_plugin)

@@ -165,7 +165,13 @@ def with_every_cell(tables: Sequence[Table], algorithms: Collection[str],
     for t in tables:
         if t.algorithm in algorithms:
             rows = tuple(dict.fromkeys([*plugins, *t.plugins]))
-            t = replace(t, plugins=rows, sizes=tuple(sorted({*t.sizes, *sizes})))
+            alg = catalog.lookup(t.algorithm)
+            if t.sized:
+                t = replace(t, plugins=rows, sizes=tuple(sorted({*t.sizes, *sizes})))
+            else:  # a size-less table: every operation of its kind is a column
+                ops = [str(d) for d in alg.directions] if alg is not None else []
+                t = replace(t, plugins=rows, operations=tuple(dict.fromkeys(
+                    [*ops, *t.operations])))
         out.append(t)
     return out
 

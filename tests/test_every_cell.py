@@ -1,0 +1,34 @@
+"""An interrupted run's tables keep every row and column the matrix asked for: the sizes of
+a sized table, the operations of a size-less one, the PLUGIN@TARGET rows of targets."""
+
+from pytest_qcrypto.harness import Measurement
+from pytest_qcrypto.layouts import report
+from pytest_qcrypto.tables import Cell, assemble, with_every_cell
+
+
+def _sign(plugin: str) -> Measurement:
+    return Measurement("ed25519", plugin, 0, "sign", count=1000, rounds_s=(0.5, 0.5, 0.5))
+
+
+def test_a_size_less_table_keeps_every_operation_and_no_size_column():
+    table = assemble("ed25519", "", ["openssl"], {("openssl", "sign"): Cell(_sign("openssl"))})
+    (full,) = with_every_cell([table], {"ed25519"}, ["openssl", "pycryptodome"], (16, 4096))
+    assert full.operations == ("sign", "verify")
+    assert full.sizes == ()
+    assert full.plugins == ("openssl", "pycryptodome")
+    lines = report([full], verbose=False)
+    assert lines[:6] == [
+        "Benchmark results for 'ed25519' signature (ops/s):",
+        "plugin            sign   verify",
+        "openssl        2000.00        -",
+        "pycryptodome         -        -",
+        "  - openssl (verify): not measured in this run",
+        "  - pycryptodome (all operations): not measured in this run",
+    ]
+
+
+def test_target_rows_are_the_cases_plugins():
+    m = Measurement("sha256", "hashlib@old", 16, "digest", count=1024, rounds_s=(0.1,) * 3)
+    table = assemble("sha256", "digest", ["hashlib@old"], {("hashlib@old", 16): Cell(m)})
+    (full,) = with_every_cell([table], {"sha256"}, ["hashlib@local", "hashlib@old"], (16,))
+    assert full.plugins == ("hashlib@local", "hashlib@old")
