@@ -13,7 +13,7 @@ def _rows(stdout: str, header: str) -> list[str]:
     start = next(i for i in range(at, len(lines)) if lines[i].startswith("plugin ")) + 1
     rows = []
     for line in lines[start:]:
-        if not line.strip() or line.startswith((" ", "Benchmark")):
+        if not line.strip() or line.startswith((" ", "Benchmark", "=")):
             break
         rows.append(line.split()[0])
     return rows
