@@ -81,10 +81,10 @@ def build_parser() -> argparse.ArgumentParser:
         description="Measure one algorithm, or every one the chosen plugins support, in each "
                     "chosen crypto plugin at each buffer size, and print qcrypto's table.",
         epilog="Any --qcrypto-* option of the pytest plugin passes through, e.g. "
-               "--qcrypto-size 16,4096, --qcrypto-min-time 0.5, --qcrypto-rounds 5, "
-               "--qcrypto-decrypt, --qcrypto-unit MB/s, --qcrypto-format "
+               "--qcrypto-size=16,4096, --qcrypto-min-time=0.5, --qcrypto-rounds=5, "
+               "--qcrypto-decrypt, --qcrypto-unit=MB/s, --qcrypto-format="
                f"{'|'.join(f for f in render.FORMATS if f != render.DEFAULT_FORMAT)}, "
-               "--qcrypto-plot speed.png, --qcrypto-save results.json, --qcrypto-compare "
+               "--qcrypto-plot=speed.png, --qcrypto-save=results.json, --qcrypto-compare="
                "base.json (see pytest --help).")
     which = speed.add_mutually_exclusive_group()
     which.add_argument("-C", dest="cipher", metavar="cipher",

@@ -220,7 +220,7 @@ def summary_lines(judged: Sequence[tuple[str, TestResult, float, bool]], rounds:
     needed = rounds_needed(confirm)
     if rounds is not None and rounds < needed:
         lines.append(
-            f"too few rounds for the gate's {RULE}: it needs --qcrypto-rounds {needed} or more "
+            f"too few rounds for the gate's {RULE}: it needs --qcrypto-rounds={needed} or more "
             f"(with {plural(confirm, 'confirmation try', 'confirmation tries')} and a baseline "
             f"of as many rounds) to decide at its {ALPHA:g} false-alarm rate; this run has "
             f"{rounds}: a slowdown beyond the threshold fails by the figures alone")
@@ -235,7 +235,7 @@ def summary_lines(judged: Sequence[tuple[str, TestResult, float, bool]], rounds:
                 f"its {ALPHA:g} false-alarm rate even after "
                 f"{plural(confirm, 'confirmation try', 'confirmation tries')}: a slowdown beyond "
                 f"the threshold fails by the figures alone; save the baseline with "
-                f"--qcrypto-rounds {needed} or more")
+                f"--qcrypto-rounds={needed} or more")
     alone = [cell for cell, test, _, failed in judged if failed and not test.decidable]
     if alone:
         lines.append(f"judged by the figures alone (too few rounds for the {RULE}): "

@@ -81,7 +81,7 @@ def table_notes(table: Any) -> list[str]:
                     if c is not None and c.measurement is not None]
         for n in sorted({m.threads for _, m in measured} - {1}):
             out.append(f"  {p}: the summed throughput of {n} threads at once "
-                       f"(--qcrypto-threads {n})")
+                       f"(--qcrypto-threads={n})")
         for s, m in measured:
             line = scaling(m, cpus)
             if line:

@@ -115,7 +115,7 @@ def test_summary_lines_of_the_rule():
     assert gate_stats.summary_lines(
         [("sha256 fake 16 B digest", lone, 10.0, True),
          ("sha256 fake 64 B digest", noisy, 10.0, True)], rounds=1, confirm=2) == [
-        "too few rounds for the gate's median test: it needs --qcrypto-rounds 2 or more (with "
+        "too few rounds for the gate's median test: it needs --qcrypto-rounds=2 or more (with "
         "2 confirmation tries and a baseline of as many rounds) to decide at its 0.05 "
         "false-alarm rate; this run has 1: a slowdown beyond the threshold fails by the "
         "figures alone",
@@ -130,7 +130,7 @@ def test_summary_lines_of_the_rule():
         "too few rounds in the baseline for the gate's median test: a baseline of 1 round "
         "cannot reach its 0.05 false-alarm rate even after 2 confirmation tries: a slowdown "
         "beyond the threshold fails by the figures alone; save the baseline with "
-        "--qcrypto-rounds 2 or more"]
+        "--qcrypto-rounds=2 or more"]
     enough = gate_stats.median_test([1.0] * 3, [1.0] * 3, 10.0)
     assert gate_stats.summary_lines([("c", enough, 10.0, False)], rounds=3, confirm=2) == []
 
@@ -214,7 +214,7 @@ def test_a_run_with_too_few_rounds_is_warned(fake):
     r = fake.runpytest(*FAKE_RUN, "--qcrypto-size", "64", "--qcrypto-compare", "base.json")
     assert r.ret == 1, r.stdout.str()  # judged by the figures alone: still fails
     r.stdout.fnmatch_lines([
-        "too few rounds for the gate's median test: it needs --qcrypto-rounds 2 or more (with "
+        "too few rounds for the gate's median test: it needs --qcrypto-rounds=2 or more (with "
         "2 confirmation tries and a baseline of as many rounds) to decide at its 0.05 "
         "false-alarm rate; this run has 1: a slowdown beyond the threshold fails by the "
         "figures alone",

@@ -209,7 +209,7 @@ def test_the_table_notes_the_threads_and_a_scaling_line_per_cell():
     })
     lines = notes(table)
     assert lines[-3:] == [
-        "  hashlib: the summed throughput of 4 threads at once (--qcrypto-threads 4)",
+        "  hashlib: the summed throughput of 4 threads at once (--qcrypto-threads=4)",
         "  hashlib 16 bytes: threads 4: 1.0x of one thread (the GIL is held)",
         f"  hashlib 32768 bytes: threads 4: 3.7x of one thread "
         f"({gil.verdict(3.7, 4, gil.usable_cpus())})",
@@ -287,7 +287,7 @@ def test_the_done_when_run_prints_the_table_and_a_scaling_line_per_cell(pytester
         r"^Benchmark results for 'sha256' digest \(KiB/s\):$",
         r"^plugin +16 +32768$",
         r"^hashlib +\d+\.\d\d +\d+\.\d\d$",
-        r"^  hashlib: the summed throughput of 2 threads at once \(--qcrypto-threads 2\)$",
+        r"^  hashlib: the summed throughput of 2 threads at once \(--qcrypto-threads=2\)$",
         rf"^  hashlib 16 bytes: threads 2: \d+\.\dx of one thread \({VERDICT}\)$",
         rf"^  hashlib 32768 bytes: threads 2: \d+\.\dx of one thread \({VERDICT}\)$",
     ])

@@ -26,8 +26,8 @@ done
 # The run: every cell measured in both environments, rounds taken in turn (A B, B A, ...),
 # the ratio new/old with its 95% interval under the table, and each cell of new judged
 # against old's with the gate's rules (threshold 10% by default: --qcrypto-threshold).
-AB_ARGS=(--qcrypto-digest sha256 --qcrypto-cipher aes-128-gcm --qcrypto-plugin pycryptodome
-         --qcrypto-size 16,1024,16384 --qcrypto-rounds 7
-         --qcrypto-target "old=popen//python=.venv-old/bin/python"
-         --qcrypto-interleave --qcrypto-compare-target old --qcrypto-save ab.json)
+AB_ARGS=(--qcrypto-digest=sha256 --qcrypto-cipher=aes-128-gcm --qcrypto-plugin=pycryptodome
+         --qcrypto-size=16,1024,16384 --qcrypto-rounds=7
+         "--qcrypto-target=old=popen//python=.venv-old/bin/python"
+         --qcrypto-interleave --qcrypto-compare-target=old --qcrypto-save=ab.json)
 exec .venv-new/bin/python -m pytest -p no:cacheprovider "${AB_ARGS[@]}" "$@"
