@@ -442,8 +442,8 @@ def test_the_examples_use_only_options_that_exist():
         used = set(re.findall(r"--qcrypto-[a-z-]+", (AB / name).read_text()))
         assert used and used <= flags, (name, used - flags)
     ci = " ".join((AB / "github-actions.yml").read_text().replace("\\\n", " ").split())
-    assert ("--qcrypto-target old=popen//python=.venv-old/bin/python --qcrypto-interleave "
-            "--qcrypto-compare-target old") in ci
+    assert ("--qcrypto-target=old=popen//python=.venv-old/bin/python --qcrypto-interleave "
+            "--qcrypto-compare-target=old") in ci
     assert " ".join(_ab_args()) in " ".join((AB / "README.md").read_text().replace(
         "\\\n", " ").split())
 
