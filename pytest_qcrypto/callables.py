@@ -111,6 +111,11 @@ class CallableBench:
         problem = bench.argument_problem(size, min_time, rounds, count)
         if decrypt or roundtrip:  # (check_roundtrip, a run-wide option, has nothing to check)
             problem = "a callable has one direction, call: no decrypt or roundtrip"
+        if timeout is not None and not (isinstance(timeout, (int, float))
+                                        and not isinstance(timeout, bool)
+                                        and 0 < timeout <= limits.MAX_TIMEOUT):  # NaN too
+            problem = (f"timeout must be a number of seconds more than 0 and at most "
+                       f"{limits.MAX_TIMEOUT:g}, or None for no limit, not {timeout!r}")
         if threads != 1:  # the threads of --qcrypto-threads each open their own context
             problem = ("a callable is measured in one thread: --qcrypto-threads measures the "
                        "crypto plugins, each thread on a context of its own")
@@ -181,7 +186,9 @@ def measure_callable(fn: Callable[[bytes], Any], size: int, name: str | None = N
     ``kib_per_s`` counts ``size`` bytes per call.  Known answers do not apply;
     ``check(data, result) -> bool`` checks one call before timing.  Raises
     ``ValueError`` (bad ``fn``, ``name``, ``check`` or arguments, one line),
-    :class:`CheckError`, ``TimerError``, ``MeasurementTimeout`` and what ``fn`` raises.
+    :class:`CheckError`, ``TimerError``, ``MeasurementTimeout`` past ``timeout`` (a
+    ``BaseException``, as ``KeyboardInterrupt``: ``except Exception`` does not catch it) and
+    what ``fn`` raises.
 
     Example::
 

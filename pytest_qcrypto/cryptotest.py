@@ -141,6 +141,9 @@ class Group:
     skipped: tuple[str, ...] = ()
 
 
+_SPEED_FLAG = {"pkey": "-S", "kdf": "-K"}  #: qcrypto speed's flag of each size-less option word
+
+
 def _algorithm(text: str) -> Name:
     """``-a``'s name (cryptotest's, else the catalog's); :class:`UsageError` naming the
     valid ones."""
@@ -156,6 +159,11 @@ def _algorithm(text: str) -> Name:
     if found.entry is None:
         raise UsageError(f"cryptotest: -a {found.name}: skipjack is not in the catalog of "
                          "pytest-qcrypto, so no crypto plugin here measures it")
+    if not found.entry.rules.sized:  # a line per size in bytes/sec: no place for ops/s
+        flag = _SPEED_FLAG.get(found.entry.rules.option, "-S")
+        raise UsageError(f"cryptotest: -a {found.name}: a {found.entry.word} has no buffer size "
+                         f"and cryptotest's lines are bytes per second: qcrypto speed {flag} "
+                         f"{found.name} measures it")
     return found
 
 

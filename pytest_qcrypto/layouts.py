@@ -342,6 +342,8 @@ def cryptotest_lines(tables: Sequence[Table], verbose: bool = False) -> list[str
         it[1].algorithm), it[0]))
     for _, t in ordered:
         if not t.sized:  # cryptotest's line is bytes per second: no place for ops/s
+            lines.append(f"{t.algorithm}: no cryptotest line (no buffer size: its ops/s are "
+                         "in --qcrypto-format=qcrypto or openssl)")
             continue
         name = cryptotest_names.display_name(t.algorithm)
         for p in t.plugins:
