@@ -72,18 +72,21 @@ def scaling(m: Any, cpus: int | None = None) -> str | None:
 
 def table_notes(table: Any) -> list[str]:
     """Under a table (a :class:`pytest_qcrypto.tables.Table`): per row measured in threads,
-    what its figures are, then the scaling line of each of its cells, in size order."""
+    what its figures are, then the scaling line of each of its cells, in column order (the
+    sizes, or a size-less table's operations)."""
     out: list[str] = []
     cpus = usable_cpus()
+    columns = getattr(table, "columns", table.sizes)
     for p in table.plugins:
-        cells = [(s, table.cells.get((p, s))) for s in table.sizes]
+        cells = [(s, table.cells.get((p, s))) for s in columns]
         measured = [(s, c.measurement) for s, c in cells
                     if c is not None and c.measurement is not None]
         for n in sorted({m.threads for _, m in measured} - {1}):
-            out.append(f"  {p}: the summed throughput of {n} threads at once "
+            what = "throughput" if getattr(table, "sized", True) else "operations per second"
+            out.append(f"  {p}: the summed {what} of {n} threads at once "
                        f"(--qcrypto-threads={n})")
         for s, m in measured:
             line = scaling(m, cpus)
             if line:
-                out.append(f"  {p} {s} bytes: {line}")
+                out.append(f"  {p} {s}{' bytes' if isinstance(s, int) else ''}: {line}")
     return out
