@@ -50,11 +50,14 @@ def left_text(seconds: float) -> str:
 
 
 def item_label(item: pytest.Item) -> str:
-    """``sha3-224 openssl 4096 B`` (``, decrypt`` / ``, roundtrip`` for those directions);
-    an item without a qcrypto case: its name."""
+    """``sha3-224 openssl 4096 B`` (``, decrypt`` / ``, roundtrip`` for those directions),
+    ``ed25519 openssl sign`` for a cell without a buffer size; an item without a qcrypto
+    case: its name."""
     case = case_of(item)
     if case is None:
         return item.name
+    if case.operation:  # a size-less cell (size 0): its operation is its column
+        return f"{case.algorithm} {case.plugin} {case.operation}"
     how = ", decrypt" if case.decrypt else ", roundtrip" if case.roundtrip else ""
     return f"{case.algorithm} {case.plugin} {case.size} B{how}"
 

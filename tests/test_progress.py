@@ -304,3 +304,14 @@ def test_cryptotest_help_lists_every_exit_code(capsys):
     assert ("Exit codes: 0 all measured, 1 a failure or /dev/crypto missing, 2 interrupted "
             "(one line says what was measured), 3 an internal error (a bug), 4 a bad command "
             "line.") in text
+
+
+def test_a_size_less_cell_is_named_by_its_operation(pytester):
+    clock = itertools.count(0.0, 20.0).__next__
+    result = pytester.runpytest("--qcrypto-pkey=ed25519", "--qcrypto-plugin=openssl",
+                                "--qcrypto-min-time=0.01", "--qcrypto-rounds=1", "-qq",
+                                plugins=[progress.Progress(clock=clock, every=10.0, live=False)])
+    assert result.ret == 0
+    assert [line for line in result.outlines if line.startswith("[")] == [
+        "[1/2] ed25519 openssl sign",
+        "[2/2] ed25519 openssl verify ... about 20 s left"]
