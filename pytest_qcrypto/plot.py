@@ -246,7 +246,9 @@ def figure(tables: Sequence[Table], unit: str = "KiB/s",
 def bars(ax: Any, table: Table, old: Table | None,
          changes: Changes | Sequence[str] | None) -> None:
     """A size-less table as a bar chart on ``ax``: a group per operation, a bar per plugin
-    (SVG id ``bar-ALGORITHM-OPERATION-PLUGIN``) in ops/s on a log axis, an error bar from its
+    (SVG id ``bar-ALGORITHM-OPERATION-PLUGIN``) in ops/s on a linear axis from zero, so that
+    bar lengths compare (a log axis cut at its bottom made a 20% gap look 4x), each bar
+    labelled with its figure so that a short one still reads; an error bar from its
     fastest to its slowest round (``spread-...``), a regressed bar edged in red, the
     baseline's figure as a dashed outline (``bar-...-baseline``)."""
     unit, ops = OPS_UNIT, list(table.operations)
@@ -258,6 +260,7 @@ def bars(ax: Any, table: Table, old: Table | None,
             continue
         worse = regressed(changes, row)
         drawn = ax.bar(at, ys, width, label=row)
+        ax.bar_label(drawn, fmt="%.0f", fontsize="x-small", padding=2)
         colour = drawn.patches[0].get_facecolor()
         for rect, op in zip(drawn.patches, xs):
             rect.set_gid(re.sub(r"[^A-Za-z0-9_.-]", "_", f"bar-{table.algorithm}-{op}-{row}"))
@@ -276,7 +279,8 @@ def bars(ax: Any, table: Table, old: Table | None,
                        linestyle="--", edgecolor=colour, gid=re.sub(
                            r"[^A-Za-z0-9_.-]", "_", f"bar-{table.algorithm}-{x}-{row}-baseline"))
     ax.set_xticks(range(len(ops)), ops)
-    ax.set_yscale("log")  # a keygen and a verify can be decades apart
+    ax.set_ylim(bottom=0)
+    ax.margins(y=0.12)  # room for the labels above the tallest bar
     ax.set_xlabel("operation")
     ax.set_ylabel(_axis_label(unit))
     ax.set_title(table.algorithm + (f" ({table.params})" if table.params else ""))
