@@ -598,8 +598,8 @@ def test_marker_cases(qcrypto_case, qcrypto_context):
 ''')
     r = fake.runpytest()
     assert r.ret == pytest.ExitCode.INTERRUPTED
-    r.stdout.fnmatch_lines(["@pytest.mark.qcrypto: floor: 'fast' is not a number of KiB/s (or ops/s "
-                            "for the kinds without a buffer size)"])
+    r.stdout.fnmatch_lines(["@pytest.mark.qcrypto: floor: 'fast' is not a number of KiB/s "
+                            "(or ops/s for the kinds without a buffer size)"])
     assert "Traceback" not in r.stdout.str()
 
 
