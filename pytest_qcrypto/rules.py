@@ -45,14 +45,17 @@ def parse_percent(text: object, where: str) -> float:
 
 
 def parse_kib_per_s(text: object, where: str) -> float:
-    """A floor in KiB/s: a positive finite number."""
+    """A floor: a positive finite number, KiB/s (ops/s for the kinds without a buffer
+    size, :attr:`pytest_qcrypto.kinds.KindRules.unit`); SettingsError otherwise."""
     raw = _text(text)
     try:
         value = decimal_number(raw)
     except ValueError:
-        raise SettingsError(f"{where}: {shown(raw)} is not a number of KiB/s") from None
+        raise SettingsError(f"{where}: {shown(raw)} is not a number of KiB/s (or ops/s for "
+                            "the kinds without a buffer size)") from None
     if not math.isfinite(value) or value <= 0:
-        raise SettingsError(f"{where}: a floor must be a positive number of KiB/s, not {raw}")
+        raise SettingsError(f"{where}: a floor must be a positive number of KiB/s (or ops/s "
+                            f"for the kinds without a buffer size), not {raw}")
     return value
 
 
@@ -105,6 +108,42 @@ def cell_column(size: int, direction: str) -> int | str:
     return size if size else direction
 
 
+#: The operations that name the cells of the kinds without a buffer size (the third
+#: field of ``ed25519:openssl:sign``): every direction of those kinds, in catalog order.
+OPERATIONS: tuple[str, ...] = tuple(dict.fromkeys(
+    str(d) for k in catalog.KINDS if not k.rules.sized for d in k.rules.directions))
+
+
+def _operation_pattern(parts: list[str], where: str) -> tuple[str | None, str | None, str]:
+    """The pattern of :func:`parse_pattern` whose last field is an operation: the
+    algorithm (None for ``*``) must have that operation."""
+    operation, plugin_text = parts[-1].lower(), ":".join(parts[1:-1])
+    algorithm = None
+    if parts[0] != WILDCARD:
+        alg = _algorithm(parts[0], where)
+        if alg.rules.sized:
+            raise SettingsError(f"{where}: {alg.name} has buffer sizes, not operations like "
+                                f"{operation} (a {alg.word}: figures in KiB/s); give a size "
+                                f"in bytes from 1 to {settings.MAX_SIZE}, or *")
+        ops = [str(d) for d in alg.directions]
+        if operation not in ops:
+            raise SettingsError(f"{where}: {alg.name} has no operation {operation} (a "
+                                f"{alg.word}); give one of its operations {', '.join(ops)}, "
+                                "or *")
+        algorithm = alg.name
+    return algorithm, None if plugin_text == WILDCARD else plugin_text.lower(), operation
+
+
+def _algorithm(text: str, where: str) -> catalog.Algorithm:
+    """The catalog algorithm or callable called ``text``; SettingsError if neither."""
+    alg = callable_names.lookup(text)  # a catalog algorithm or a callable's name
+    if alg is None:
+        close = catalog.suggest(text, catalog.KINDS)
+        hint = f"; did you mean {', '.join(close)}?" if close else ""
+        raise SettingsError(f"{where}: unknown algorithm {shown(text)}{hint}")
+    return alg
+
+
 def parse_pattern(pattern: str, where: str) -> tuple[str | None, str | None, int | str | None]:
     """``sha256:openssl:4096`` -> ``("sha256", "openssl", 4096)``; ``*`` -> None;
     ``ed25519:openssl:sign`` -> ``("ed25519", "openssl", "sign")`` (an algorithm without
@@ -115,7 +154,12 @@ def parse_pattern(pattern: str, where: str) -> tuple[str | None, str | None, int
     is neither, or too close to a catalog name to be a callable's, is unknown.
 
     A plugin name may itself hold a colon (``afalg:sha256-generic``): with three
-    or more fields, the last is the size when it is a number or ``*``.
+    or more fields, the last is the size when it is a number or ``*``, and the operation
+    when it is one of :data:`OPERATIONS` (whatever the algorithm field, ``*:*:sign``).
+
+    Raises SettingsError for a column the algorithm can never have: a size for an
+    algorithm without a buffer size, an operation it lacks (``ed25519:*:derive``), or an
+    operation for an algorithm with buffer sizes (``sha256:*:sign``).
     """
     parts = [p.strip() for p in pattern.strip().split(":")]
     if any(not p for p in parts):
@@ -125,10 +169,8 @@ def parse_pattern(pattern: str, where: str) -> tuple[str | None, str | None, int
     sizeless = catalog.lookup(alg_text)
     operations = [str(d) for d in sizeless.directions] \
         if sizeless is not None and not sizeless.rules.sized else None
-    if operations is not None and len(parts) >= 3 and parts[-1].lower() in operations:
-        plugin_text = ":".join(parts[1:-1])
-        return (sizeless.name, None if plugin_text == WILDCARD else plugin_text.lower(),  # type: ignore
-                parts[-1].lower())
+    if len(parts) >= 3 and parts[-1].lower() in OPERATIONS:
+        return _operation_pattern(parts, where)
     if operations is not None and len(parts) >= 3 and parts[-1].lstrip("+-").isnumeric():
         raise SettingsError(f"{where}: {sizeless.name} has no buffer size (a {sizeless.word}:"  # type: ignore
                             f" figures in ops/s); give one of its operations "
@@ -143,12 +185,7 @@ def parse_pattern(pattern: str, where: str) -> tuple[str | None, str | None, int
             plugin_text = ":".join(parts[1:])
     algorithm = None
     if alg_text != WILDCARD:
-        alg = callable_names.lookup(alg_text)  # a catalog algorithm or a callable's name
-        if alg is None:
-            close = catalog.suggest(alg_text, catalog.KINDS)
-            hint = f"; did you mean {', '.join(close)}?" if close else ""
-            raise SettingsError(f"{where}: unknown algorithm {shown(alg_text)}{hint}")
-        algorithm = alg.name
+        algorithm = _algorithm(alg_text, where).name
     plugin = None if plugin_text in (None, WILDCARD) else plugin_text.lower()
     size = None
     if size_text not in (None, WILDCARD):

@@ -581,7 +581,8 @@ def test_bad_floor(qcrypto):
                         r"tries: .*",
                         cases["test_too_slow"][0])
     assert cases["test_bad_floor"][0] == \
-        "@pytest.mark.qcrypto(floor=...): 'a lot' is not a number of KiB/s"
+        "@pytest.mark.qcrypto(floor=...): 'a lot' is not a number of KiB/s (or ops/s for " \
+        "the kinds without a buffer size)"
     assert cases["test_fast_enough"][0] is None
     assert cases["test_fast_enough"][1]["qcrypto_floor_kib_per_s"] == "100.00"
     assert "During handling of the above exception" not in r.stdout.str()
@@ -597,7 +598,8 @@ def test_marker_cases(qcrypto_case, qcrypto_context):
 ''')
     r = fake.runpytest()
     assert r.ret == pytest.ExitCode.INTERRUPTED
-    r.stdout.fnmatch_lines(["@pytest.mark.qcrypto: floor: 'fast' is not a number of KiB/s"])
+    r.stdout.fnmatch_lines(["@pytest.mark.qcrypto: floor: 'fast' is not a number of KiB/s "
+                            "(or ops/s for the kinds without a buffer size)"])
     assert "Traceback" not in r.stdout.str()
 
 
