@@ -238,8 +238,9 @@ class Targets:
     def interleaved(self, rb: RemoteBench, size: int, options: dict[str, Any]) -> Measurement:
         """This target's figure of the cell, measuring every target's rounds in turn when the
         cell's first item asks (:func:`pairs.interleave`)."""
-        direction = rb.algorithm.direction(bool(options.get("decrypt")),
-                                           bool(options.get("roundtrip")))
+        alg = rb.algorithm
+        direction = (alg.direction(bool(options.get("decrypt")), bool(options.get("roundtrip")))
+                     if alg.rules.sized else pkey_bench.direction(alg, options.get("operation")))
         cell = self.cells.setdefault((rb.algorithm.name, rb.base, size, direction), _Cell())
         if not cell.interleaved:
             members: dict[str, pairs.OneRound] = {}
