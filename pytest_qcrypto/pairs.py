@@ -8,7 +8,8 @@ temperature changes) falls on every target alike.  Round ``r`` of each target fo
 pair with round ``r`` of the reference target.
 
 The ratio shown (:class:`Ratio`) is the geometric mean of the paired ratios of
-throughput (target over reference, each round's bytes per second) with a 95 %
+throughput (target over reference, each round's bytes per second, or operations per
+second in a size-less cell) with a 95 %
 confidence interval from Student's t on their logarithms: ``exp(mean ± t * sd /
 sqrt(n))``, ``t`` the 0.975 quantile with ``n - 1`` degrees of freedom
 (:data:`T975`, from the NIST/SEMATECH e-Handbook of Statistical Methods, table
@@ -52,9 +53,10 @@ def round_order(names: Sequence[T], r: int) -> list[T]:
     return list(names) if r % 2 == 0 else list(reversed(names))
 
 
-def round_bps(m: Measurement) -> list[float]:
-    """Bytes per second of each round of ``m``."""
-    return [m.operations * m.size / s for s in m.rounds_s]
+def round_rates(m: Measurement) -> list[float]:
+    """Each round's work per second in the cell's unit (:attr:`Measurement.rate`): bytes, or
+    operations for a size-less cell (size 0: signatures, KEMs, KDFs)."""
+    return [m.operations * (m.size or 1) / s if s > 0 else 0.0 for s in m.rounds_s]
 
 
 @dataclass(frozen=True)
@@ -76,11 +78,17 @@ class Ratio:
 
 def paired_ratio(reference: Measurement, other: Measurement) -> Ratio:
     """``other`` over ``reference`` from their paired rounds (the first ``n`` of each, ``n``
-    the fewer rounds); ``ValueError`` when either has none."""
-    ref, oth = round_bps(reference), round_bps(other)
+    the fewer rounds), in the cell's unit of work (:func:`round_rates`); ``ValueError``
+    saying why when either has no round, or a round with no work per second (a zero
+    figure: no ratio)."""
+    ref, oth = round_rates(reference), round_rates(other)
     n = min(len(ref), len(oth))
     if n == 0:
         raise ValueError("a paired ratio needs at least one round of each")
+    for m, rates in ((reference, ref), (other, oth)):
+        if not all(r > 0 for r in rates[:n]):
+            raise ValueError(f"{m.plugin} has a round with a zero figure "
+                             f"({m.count} operations of {m.size} bytes)")
     logs = [math.log(b / a) for a, b in zip(ref[:n], oth[:n])]
     mean = statistics.fmean(logs)
     if n == 1:

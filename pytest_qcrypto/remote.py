@@ -129,7 +129,7 @@ class Server:
     def open(self, ident: int, algorithm: str, plugin: str, seed: int | None = None,
              isolate: bool = False) -> None:
         """Open the context ``ident`` of ``algorithm`` in ``plugin`` (a name as typed)."""
-        from pytest_qcrypto import bench
+        from pytest_qcrypto import bench, pkey_bench
         from pytest_qcrypto.backends.base import Unavailable, Unsupported
 
         registry = self.registry
@@ -138,7 +138,7 @@ class Server:
         why = registry.unavailable(selection.plugin)
         if why is not None:
             raise Unavailable(f"unavailable: {why}")
-        if alg.name not in registry.supported(selection.plugin):
+        if pkey_bench.listed_as(alg) not in registry.supported(selection.plugin):
             raise Unsupported(f"does not support {alg.name}")
         rng = bench.Randomness(seed)
         self._contexts[ident] = bench.open_context(selection, alg, rng, isolate=isolate)

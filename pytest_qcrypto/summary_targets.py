@@ -4,8 +4,8 @@
   the plugins' versions or their per-algorithm implementations differ (as ``qcrypto
   report`` prints for joined files, :func:`pytest_qcrypto.report.legend`), and each
   target that was not used, with the reason;
-* with ``--qcrypto-interleave``: one table per algorithm and direction of each
-  target's paired ratio against the first target (:class:`pytest_qcrypto.pairs.Ratio`);
+* with ``--qcrypto-interleave``: one table per algorithm and direction (size-less
+  algorithms: one per algorithm, a column per operation) of each target's paired ratio against the first target (:class:`pytest_qcrypto.pairs.Ratio`);
 * with ``--qcrypto-compare-target``: the A/B verdict, one line, and one line per
   regressed cell.
 """
@@ -53,11 +53,15 @@ def _plugin_info(hello: dict[str, Any], base: str) -> dict[str, Any]:
 
 
 def ratio_lines(targets: Any) -> list[str]:
-    """Each target's throughput over the first's, per cell measured interleaved."""
+    """Each target's throughput over the first's, per cell measured interleaved: a table per
+    algorithm and direction, a column per size; a size-less algorithm's table (signatures,
+    KEMs, KDFs: size 0) has a column per operation.  A pair without a ratio (a zero figure)
+    shows ``no ratio`` and a line saying why."""
     if not targets.options.interleave:
         return []
     ref = targets.reference
-    rows: dict[tuple[str, str], dict[str, dict[int, str]]] = {}
+    rows: dict[tuple[str, str], dict[str, dict[int | str, str]]] = {}
+    why: list[str] = []
     for (alg, base, size, _), cell in targets.cells.items():
         first = cell.interleaved.get(ref)
         if not cell.interleaved or not hasattr(first, "rounds_s"):
@@ -66,25 +70,39 @@ def ratio_lines(targets: Any) -> list[str]:
             if name == ref or not hasattr(m, "rounds_s"):
                 continue
             label = f"{base}@{name}/{ref}"
-            text = pairs.paired_ratio(first, m).text()
-            rows.setdefault((alg, m.direction), {}).setdefault(label, {})[size] = text
+            column: int | str = size if size else str(m.direction)
+            try:
+                text = pairs.paired_ratio(first, m).text()
+            except ValueError as exc:
+                text = "no ratio"
+                why.append(f"  {label} {alg} {_heading(column)}: no ratio: {exc}")
+            key = (alg, str(m.direction) if size else "")
+            rows.setdefault(key, {}).setdefault(label, {})[column] = text
     out: list[str] = []
     for (alg, direction), table in rows.items():
-        sizes = sorted({s for cells in table.values() for s in cells})
+        columns = list(dict.fromkeys(c for cells in table.values() for c in cells))
+        if direction:  # sized: columns by size; size-less: operations as measured
+            columns.sort()
         width = max(len(label) for label in table) + 2
-        heads = [f"{s} bytes" for s in sizes]
+        heads = [_heading(c) for c in columns]
         cols = [max(len(h), *(len(c.get(s, "-")) for c in table.values())) + 2
-                for h, s in zip(heads, sizes)]
+                for h, s in zip(heads, columns)]
         what = catalog.lookup(alg)
-        title = f"{alg} ({direction})" if what is not None and what.can_decrypt else alg
+        title = f"{alg} ({direction})" if direction and what is not None and what.can_decrypt \
+            else alg
         if not out:
             out.append(f"interleaved: throughput over @{ref}'s, geometric mean of the paired "
                        "rounds [95% t-interval]")
         out.append(title.ljust(width) + "".join(h.rjust(c) for h, c in zip(heads, cols)))
         for label, cells in table.items():
             out.append(label.ljust(width)
-                       + "".join(cells.get(s, "-").rjust(c) for s, c in zip(sizes, cols)))
-    return out
+                       + "".join(cells.get(s, "-").rjust(c) for s, c in zip(columns, cols)))
+    return out + why
+
+
+def _heading(column: int | str) -> str:
+    """``4096 bytes`` for a size, the operation itself (``verify``) for a size-less cell."""
+    return f"{column} bytes" if isinstance(column, int) else column
 
 
 def ab_verdicts(targets: Any, ledger: Any) -> list[Any]:

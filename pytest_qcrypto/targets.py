@@ -32,7 +32,7 @@ from typing import Any
 
 import pytest
 
-from pytest_qcrypto import bench, gate, limits, pairs
+from pytest_qcrypto import bench, gate, limits, pairs, pkey_bench
 from pytest_qcrypto.harness import Measurement
 from pytest_qcrypto.results import Result
 from pytest_qcrypto.settings import SettingsError
@@ -207,7 +207,7 @@ class Targets:
                     f"(it has {', '.join(plugins)})")
         if found["unavailable"]:
             return f"{typed}{SEP}{link.name}: unavailable: {found['unavailable']}"
-        if alg.name not in found["supported"]:
+        if pkey_bench.listed_as(alg) not in found["supported"]:  # a KDF's family by its default
             return f"{typed}{SEP}{link.name} does not support {alg.name}"
         return None
 
@@ -238,8 +238,9 @@ class Targets:
     def interleaved(self, rb: RemoteBench, size: int, options: dict[str, Any]) -> Measurement:
         """This target's figure of the cell, measuring every target's rounds in turn when the
         cell's first item asks (:func:`pairs.interleave`)."""
-        direction = rb.algorithm.direction(bool(options.get("decrypt")),
-                                           bool(options.get("roundtrip")))
+        alg = rb.algorithm
+        direction = (alg.direction(bool(options.get("decrypt")), bool(options.get("roundtrip")))
+                     if alg.rules.sized else pkey_bench.direction(alg, options.get("operation")))
         cell = self.cells.setdefault((rb.algorithm.name, rb.base, size, direction), _Cell())
         if not cell.interleaved:
             members: dict[str, pairs.OneRound] = {}
