@@ -20,6 +20,8 @@ reports come back as the same kinds of exception (:func:`rebuilt`).  No pytest h
 
 from __future__ import annotations
 
+import tempfile
+
 import threading
 from typing import Any
 
@@ -147,6 +149,8 @@ class Link(LocalLink):
         import execnet
 
         spec = self.spec if "execmodel=" in self.spec else f"{self.spec}//execmodel=main_thread_only"
+        if spec.startswith("popen") and "chdir=" not in spec:  # not the source tree of a clone
+            spec += f"//chdir={tempfile.gettempdir()}"  # run from: it would shadow the install
         try:
             self._group = execnet.Group()
             gateway = self._group.makegateway(spec)
