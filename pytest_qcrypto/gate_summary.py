@@ -60,8 +60,10 @@ def _lines_per_group(keys: Iterable[CellKey], what: str) -> list[str]:
     groups: dict[tuple[str, str, str], list[int]] = {}
     for alg, plugin, size, direction in keys:
         groups.setdefault((alg, plugin, direction), []).append(size)
-    return [f"  {alg} {plugin} {direction}, size{'s' if len(sizes) > 1 else ''} "
-            f"{', '.join(str(s) for s in sorted(set(sizes)))}: {what}"
+    return [f"  {alg} {plugin} {direction}" + (
+            f", size{'s' if len(sizes) > 1 else ''} "
+            f"{', '.join(str(s) for s in sorted(set(sizes)))}" if any(sizes) else ""
+            ) + f": {what}"  # a size-less cell (size 0) is named by its operation alone
             for (alg, plugin, direction), sizes in groups.items()]
 
 
@@ -134,7 +136,8 @@ def _cell_lines(rules: GateRules, baseline: BaselineIndex, verdicts: Mapping[Cel
         what = ("in the baseline, skipped now (allowed by --qcrypto-allow-missing)"
                 if rules.allow_missing else "in the baseline, skipped now: failed")
         lines.append("missing cells:")
-        lines += [f"  {a} {p} {d}, size {s}: {what}: {r}" for (a, p, s, d), r in gone.items()]
+        lines += [f"  {a} {p} {d}{f', size {s}' if s else ''}: {what}: {r}"
+                  for (a, p, s, d), r in gone.items()]
     new = [k for k, v in verdicts.items() if v.status == NEW]
     if new:
         lines.append("no baseline entry (not judged):")

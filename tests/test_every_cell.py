@@ -32,3 +32,12 @@ def test_target_rows_are_the_cases_plugins():
     table = assemble("sha256", "digest", ["hashlib@old"], {("hashlib@old", 16): Cell(m)})
     (full,) = with_every_cell([table], {"sha256"}, ["hashlib@local", "hashlib@old"], (16,))
     assert full.plugins == ("hashlib@local", "hashlib@old")
+
+
+def test_gate_lines_name_a_size_less_cell_by_its_operation_alone():
+    from pytest_qcrypto.gate_summary import _lines_per_group
+
+    assert _lines_per_group([("ed25519", "openssl", 0, "sign"),
+                             ("sha256", "openssl", 16, "digest"),
+                             ("sha256", "openssl", 64, "digest")], "not run") == [
+        "  ed25519 openssl sign: not run", "  sha256 openssl digest, sizes 16, 64: not run"]
