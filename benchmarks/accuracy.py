@@ -61,6 +61,7 @@ from itertools import cycle, islice, repeat
 from typing import Any
 
 from pytest_qcrypto import bench, machine, results
+from pytest_qcrypto.backends.base import Unsupported
 from pytest_qcrypto.backends.hashlib import HashlibPlugin
 from pytest_qcrypto.backends.openssl import OpenSSLPlugin
 from pytest_qcrypto.harness import KIB
@@ -196,8 +197,15 @@ def part_pkey(args: argparse.Namespace, say: Callable[[str], None]) -> list[dict
         f"{'target':>9}  verdict")
     out = []
     for alg, operation, make in PKEY_ROWS:
-        with bench.open_context(Selection("openssl", OpenSSLPlugin()), alg) as ctx:
-            loop, name = make(), f"openssl {alg} {operation}"
+        name = f"openssl {alg} {operation}"
+        try:
+            opened = bench.open_context(Selection("openssl", OpenSSLPlugin()), alg)
+        except Unsupported as exc:  # an older pyca (the minimum-versions job: no ML-KEM)
+            out.append({"row": name, "skipped": str(exc)})
+            say(f"{name:<29}  not measured: {exc}")
+            continue
+        with opened as ctx:
+            loop = make()
             count = ctx.measure(0, operation=operation, min_time=args.min_time).count  # warms up
             figures = interleave({
                 "plugin": lambda: ctx.measure(0, operation=operation,
@@ -597,6 +605,8 @@ def summary(result: dict[str, Any]) -> list[dict[str, Any]]:
         out.append({"what": f"plugin / tight loop >= {r['target']} for {r['row']} at {r['size']} B "
                             f"({r['ratio']:.3f})", "met": r["met"]})
     for r in result.get("pkey_loop", []):
+        if "skipped" in r:  # not a target missed: the library has no such scheme
+            continue
         out.append({"what": f"plugin / tight loop >= {r['target']} for {r['row']} "
                             f"({r['ratio']:.3f})", "met": r["met"]})
     for r in result.get("openssl_speed", []):
