@@ -60,12 +60,13 @@ from datetime import datetime, timezone
 from itertools import cycle, islice, repeat
 from typing import Any
 
-from pytest_qcrypto import bench, machine, results
+from pytest_qcrypto.measure import bench, machine
+from pytest_qcrypto.results import store as results
 from pytest_qcrypto.backends.base import Unsupported
 from pytest_qcrypto.backends.hashlib import HashlibPlugin
 from pytest_qcrypto.backends.openssl import OpenSSLPlugin
-from pytest_qcrypto.harness import KIB
-from pytest_qcrypto.registry import Selection
+from pytest_qcrypto.measure.harness import KIB
+from pytest_qcrypto.measure.registry import Selection
 
 SMALL, LARGE = 16, 32768
 #: (size -> minimum ratio) per part

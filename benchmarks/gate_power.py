@@ -38,7 +38,8 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
 
-from pytest_qcrypto import gate_stats, machine
+from pytest_qcrypto.gate import stats as gate_stats
+from pytest_qcrypto.measure import machine
 
 SLOWDOWNS = (0.0, 0.05, 0.10, 0.20, 0.30)
 SIZE = 4096

@@ -1,7 +1,7 @@
 """Test doubles for the size-less kinds (signatures, KEMs, KDFs): conftest texts of crypto
 plugins made of pyca/cryptography calls, and a stand-in for ``pkey_checks.check``."""
 
-from pytest_qcrypto.known_answers import KnownAnswerError
+from pytest_qcrypto.checks.known_answers import KnownAnswerError
 
 #: A conftest adding ``doubleplug`` (ed25519, x25519, ml-kem-768, hkdf-sha256 with
 #: pyca/cryptography) and ``peerplug`` (ed25519 the same way; BAD_SIGNATURE=1 in its
@@ -135,7 +135,7 @@ def pytest_qcrypto_plugins():
 
 
 def double_check(typed, alg, open_context, peers):
-    """A stand-in for ``pytest_qcrypto.pkey_checks.check``: for ed25519, a signature made by
+    """A stand-in for ``pytest_qcrypto.checks.pkey_checks.check``: for ed25519, a signature made by
     ``typed`` must verify in every peer (as the real one's cross-plugin check); KEMs: the peer
     decapsulates ``typed``'s ciphertext to the same secret.  Records its calls in CALLS."""
     CALLS.append((typed, alg.name, tuple(name for name, _ in peers)))

@@ -28,8 +28,9 @@ from cryptography.hazmat.primitives.ciphers import Cipher, algorithms, modes
 from cryptography.hazmat.primitives.ciphers.aead import AESGCM
 
 from conftest import FAST as _FAST
-from pytest_qcrypto import catalog, harness
-from pytest_qcrypto import known_answers as kat
+from pytest_qcrypto.algorithms import catalog
+from pytest_qcrypto.measure import harness
+from pytest_qcrypto.checks import known_answers as kat
 from pytest_qcrypto.backends import AuthenticationError, Unavailable, Unsupported, Workload
 from pytest_qcrypto.backends import afalg, afalg_contexts
 from pytest_qcrypto.backends.afalg import CHUNK, AfalgPlugin, kernel_name, parse_proc_crypto

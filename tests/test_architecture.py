@@ -1,5 +1,6 @@
-"""The package's shape: imports point one way, down the list of modules in the order data
-flows through them (README, "How the code is laid out"), and the core never imports pytest.
+"""The package's shape: the folders are the layers, in the order data flows through them
+(docs/reference/layout.md); a wing imports only the wings below it, modules import in no
+circle, and only the pytest side and the commands import pytest.
 
 Read with ``ast``, so nothing is imported to check it.
 """
@@ -7,68 +8,43 @@ Read with ``ast``, so nothing is imported to check it.
 from __future__ import annotations
 
 import ast
+import shutil
 from pathlib import Path
 
 import pytest
 
 PACKAGE = Path(__file__).resolve().parent.parent / "pytest_qcrypto"
 
-#: Each module's layer: a module may import only modules of a lower layer.  Modules of
-#: ``backends`` not named here (one per crypto plugin) are in the layer of "backends.*".
-LAYERS: dict[str, int] = {
-    # the core: plain Python, never pytest
-    "kinds": -1, "kdf_names": -1, "catalog": 0,
-    "settings": 1, "strictjson": 1, "gil": 1, "cryptotest_names": 1, "procs": 1, "files": 1,
-    "backends.base": 1, "callable_names": 1, "source_tree": 1, "randomness": 1,
-    "known_answers": 2, "harness": 2, "limits": 2, "pkey_checks": 3,
-    "backends.cryptodev_abi": 2, "backends.afalg_kernel": 2,
-    "backends.afalg_contexts": 3, "backends.devcrypto_sessions": 3,
-    "backends.openssl_pkey": 3, "backends.pycryptodome_pkey": 3,
-    "isolate": 3, "interrupts": 3, "jobs": 3, "machine": 3, "tables": 3, "rules": 3,
-    "cost_model": 3, "pairs": 3,
-    "threads": 4,
-    "backends.*": 4, "markdown": 4, "ops_layouts": 4,
-    "backends": 5, "layouts": 5,
-    "registry": 6, "render": 6, "pkey_bench": 4,
-    "bench": 7, "results_model": 7, "results_check": 7.5,
-    "results": 8, "gate_stats": 8, "gate_text": 8, "remote": 8,
-    "callables": 8,
-    "target_link": 9,
-    "gate": 9, "report": 9, "plot": 9,
-    "summary_targets": 10,
-    "gate_summary": 10, "compare": 10, "tries": 10,
-    # the pytest side
-    "hookspecs": 11, "options": 11, "matrix": 11, "ledger": 11, "saving": 11,
-    "fixture": 12, "gate_plugin": 12, "targets": 12,
-    "plugin": 13, "compare_cli": 13, "progress": 13,
-    "cli": 14,
-    "cryptotest": 15,
-}
-#: The first layer of the pytest side: below it nothing imports pytest.
-PYTEST_SIDE = 11
+#: The wings, lowest first: each may import only the wings before it (and itself).
+WINGS = ("algorithms", "backends", "checks", "measure", "results", "output", "gate", "targets",
+         "pytest_side", "commands")
+#: The wings that may import pytest: the pytest side and the commands.
+PYTEST_WINGS = ("pytest_side", "commands")
+#: The modules at the top of the package: its public face and the pytest11 entry point.
+TOP = {"": "the package's public face", "plugin": "the pytest11 entry point"}
 
 
-def module_name(path: Path) -> str:
-    parts = path.relative_to(PACKAGE).with_suffix("").parts
+def module_name(package: Path, path: Path) -> str:
+    parts = path.relative_to(package).with_suffix("").parts
     return ".".join(parts[:-1] if parts[-1] == "__init__" else parts)
 
 
-def layer(name: str) -> int:
-    if name in LAYERS:
-        return LAYERS[name]
-    if name.startswith("backends."):
-        return LAYERS["backends.*"]
-    if name.startswith("vectors"):
-        return LAYERS["known_answers"]
-    raise AssertionError(f"pytest_qcrypto.{name} has no place in LAYERS: add it in the order "
-                         "data flows through it (and to the README's layout section)")
+def wing(name: str) -> str:
+    """The wing of a module (``measure.harness``: ``measure``); a top module is its own."""
+    return name.split(".")[0] if "." in name or name in WINGS else name
 
 
-def imports(path: Path) -> set[str]:
-    """Absolute names of what the module imports (``pytest_qcrypto.x`` as ``x``)."""
+def rank(name: str) -> int:
+    """The layer of a module's wing; the top modules stand above every wing."""
+    w = wing(name)
+    return WINGS.index(w) if w in WINGS else len(WINGS)
+
+
+def imports(package: Path, path: Path) -> set[str]:
+    """Absolute names of what the module imports (``pytest_qcrypto.x`` as ``pytest_qcrypto.x``)."""
     tree = ast.parse(path.read_text(encoding="utf-8"))
-    here = module_name(path).split(".") if path.name != "__init__.py" else \
-        module_name(path).split(".") + ["__init__"]
+    here = module_name(package, path).split(".") if path.name != "__init__.py" else \
+        [*module_name(package, path).split("."), "__init__"]
     found: set[str] = set()
     for node in ast.walk(tree):
         if isinstance(node, ast.Import):
@@ -80,51 +56,126 @@ def imports(path: Path) -> set[str]:
             else:
                 mod = node.module or ""
             found.add(mod)
-            for a in node.names:  # from pytest_qcrypto import catalog: a module
+            for a in node.names:  # from pytest_qcrypto.measure import harness: a module
                 found.add(f"{mod}.{a.name}")
     return found
 
 
-def package_imports(path: Path) -> set[str]:
-    modules = {module_name(p) for p in PACKAGE.rglob("*.py")}
+def package_imports(package: Path, path: Path) -> set[str]:
+    """The package's modules that ``path`` imports, by their names inside the package."""
+    modules = {module_name(package, p) for p in package.rglob("*.py")}
+    me = module_name(package, path)
     out = set()
-    for name in imports(path):
+    for name in imports(package, path):
         if name == "pytest_qcrypto" or not name.startswith("pytest_qcrypto."):
             continue
         name = name.removeprefix("pytest_qcrypto.")
         while name and name not in modules:
             name = name.rpartition(".")[0]
-        if name and name != module_name(path):
+        if name and name != me and name not in WINGS:  # a wing's __init__ says only what it is
             out.add(name)
     return out
 
 
-SOURCES = sorted(p for p in PACKAGE.rglob("*.py") if module_name(p) != "")
+def sources(package: Path) -> list[Path]:
+    return sorted(package.rglob("*.py"))
 
 
-@pytest.mark.parametrize("path", SOURCES, ids=lambda p: module_name(p))
-def test_imports_point_down_the_list(path):
-    me = module_name(path)
-    up = sorted(n for n in package_imports(path) if layer(n) >= layer(me)
-                and not n.startswith(f"{me}.") and not (me == "backends" and n.startswith("backends.")))
-    assert not up, f"{me} (layer {layer(me)}) imports {up}, which are not below it"
+def upward_imports(package: Path) -> list[str]:
+    """Every import that points to a wing above the importer's, as ``importer -> imported``."""
+    bad = []
+    for path in sources(package):
+        me = module_name(package, path)
+        for name in sorted(package_imports(package, path)):
+            if rank(name) > rank(me):
+                bad.append(f"{me} ({wing(me)}) -> {name} ({wing(name)})")
+    return bad
 
 
-@pytest.mark.parametrize("path", [p for p in SOURCES if layer(module_name(p)) < PYTEST_SIDE],
-                         ids=lambda p: module_name(p))
-def test_the_core_never_imports_pytest(path):
-    bad = sorted(n for n in imports(path) if n.split(".")[0] in ("pytest", "_pytest", "xdist"))
-    assert not bad, f"{module_name(path)} is core but imports {bad}"
+def pytest_imports(package: Path) -> list[str]:
+    """Every module outside the pytest side and the commands that imports pytest."""
+    bad = []
+    for path in sources(package):
+        me = module_name(package, path)
+        if wing(me) in PYTEST_WINGS:
+            continue
+        found = sorted(n for n in imports(package, path)
+                       if n.split(".")[0] in ("pytest", "_pytest", "xdist"))
+        if found:
+            bad.append(f"{me} imports {found}")
+    return bad
+
+
+def circles(package: Path) -> list[list[str]]:
+    """Import circles between modules (any import, at the top or inside a function)."""
+    graph = {module_name(package, p): package_imports(package, p) for p in sources(package)}
+    found: list[list[str]] = []
+    state: dict[str, int] = {}
+
+    def visit(node: str, trail: list[str]) -> None:
+        state[node] = 1
+        for nxt in sorted(graph.get(node, ())):
+            if state.get(nxt) == 1:
+                found.append(trail[trail.index(nxt):] + [nxt])
+            elif nxt not in state:
+                visit(nxt, [*trail, nxt])
+        state[node] = 2
+
+    for start in sorted(graph):
+        if start not in state:
+            visit(start, [start])
+    return found
+
+
+def test_every_module_is_in_a_wing():
+    loose = sorted(m for p in sources(PACKAGE) if (m := module_name(PACKAGE, p)) not in TOP
+                   and wing(m) not in WINGS)
+    assert not loose, f"modules outside the wings {WINGS}: {loose}"
+
+
+def test_each_wing_says_what_it_is():
+    for w in WINGS:
+        doc = ast.get_docstring(ast.parse((PACKAGE / w / "__init__.py").read_text()))
+        assert doc and "import" in doc.lower(), f"{w}/__init__.py must say what it is and may import"
+
+
+def test_imports_point_down_the_wings():
+    assert not upward_imports(PACKAGE)
+
+
+def test_only_the_pytest_side_and_the_commands_import_pytest():
+    assert not pytest_imports(PACKAGE)
+
+
+def test_no_import_circle():
+    assert not circles(PACKAGE)
+
+
+@pytest.mark.parametrize("importer, added, check", [
+    ("algorithms/catalog.py", "from pytest_qcrypto.output import tables", upward_imports),
+    ("measure/harness.py", "from pytest_qcrypto.gate import verdicts", upward_imports),
+    ("results/store.py", "import pytest", pytest_imports),
+    ("gate/stats.py", "from _pytest.config import Config", pytest_imports),
+    ("measure/limits.py", "from pytest_qcrypto.measure import bench", circles),
+])
+def test_the_checks_catch_a_bad_import(tmp_path, importer, added, check):
+    copy = tmp_path / "pytest_qcrypto"
+    shutil.copytree(PACKAGE, copy, ignore=shutil.ignore_patterns("__pycache__"))
+    assert not check(copy)
+    target = copy / importer
+    target.write_text(target.read_text(encoding="utf-8") + f"\n{added}\n", encoding="utf-8")
+    assert check(copy), f"{check.__name__} missed {added!r} in {importer}"
 
 
 def test_no_module_is_over_about_400_lines():
-    long = {module_name(p): n for p in SOURCES
+    long = {module_name(PACKAGE, p): n for p in sources(PACKAGE)
             if (n := len(p.read_text(encoding="utf-8").splitlines())) > 425}
     assert not long, long
 
 
 def test_kind_is_asked_only_in_the_catalog():
-    offenders = [f"{p.relative_to(PACKAGE)}:{i}" for p in SOURCES if module_name(p) != "catalog"
+    offenders = [f"{p.relative_to(PACKAGE)}:{i}" for p in sources(PACKAGE)
+                 if module_name(PACKAGE, p) != "algorithms.catalog"
                  for i, line in enumerate(p.read_text(encoding="utf-8").splitlines(), 1)
                  if "kind ==" in line or "kind !=" in line]
     assert not offenders, offenders

@@ -14,10 +14,14 @@ import re
 import pytest
 from hypothesis import given, strategies as st
 
-from pytest_qcrypto import cli, gate, harness, registry, render, report, results
-from pytest_qcrypto import settings as qsettings
-from pytest_qcrypto.harness import Measurement
-from pytest_qcrypto.results import Result, ResultsError, ResultsFile
+from pytest_qcrypto.commands import qcrypto as cli
+from pytest_qcrypto.gate import verdicts as gate
+from pytest_qcrypto.measure import harness, registry
+from pytest_qcrypto.output import render, report
+from pytest_qcrypto.results import store as results
+from pytest_qcrypto.algorithms import settings as qsettings
+from pytest_qcrypto.measure.harness import Measurement
+from pytest_qcrypto.results.store import Result, ResultsError, ResultsFile
 from test_numbers import (BIG, BIG_SHOWN, MAX_MESSAGE, PROPERTIES, USAGE, assert_usage_error,
                           digit_runs)
 from test_results import FAKE_PLUGIN, FAKE_RUN
@@ -278,7 +282,7 @@ def test_report_shows_one_row_per_plugin(tmp_path, capsys):
 def test_rounds_that_would_overflow_or_are_missing_are_load_errors(tmp_path):
     """Found by Hypothesis (rounds of 1e308 s: their median overflowed to inf) and by a user
     trial (an empty rounds_s loaded, and qcrypto report -v left its line out silently)."""
-    from pytest_qcrypto import results as res
+    from pytest_qcrypto.results import store as res
 
     def doc(rounds):
         return {"schema_version": 2, "complete": True, "machine": {}, "plugins": {},

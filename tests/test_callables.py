@@ -1,4 +1,4 @@
-"""Your own code in KiB/s (pytest_qcrypto.callables).
+"""Your own code in KiB/s (pytest_qcrypto.measure.callables).
 
 The test projects time their callable on a fake clock: each call of ``encrypt_record``
 advances it by NS_PER_BYTE ns per byte (fake.json; 1 by default, so 4096 bytes take
@@ -13,10 +13,14 @@ import types
 
 import pytest
 
-from pytest_qcrypto import callable_names, harness, measure_callable, results, rules
-from pytest_qcrypto.bench import Randomness
-from pytest_qcrypto.callables import CheckError
-from pytest_qcrypto.settings import SettingsError
+from pytest_qcrypto import measure_callable
+from pytest_qcrypto.algorithms import callable_names
+from pytest_qcrypto.measure import harness
+from pytest_qcrypto.results import store as results
+from pytest_qcrypto.gate import rules
+from pytest_qcrypto.measure.bench import Randomness
+from pytest_qcrypto.measure.callables import CheckError
+from pytest_qcrypto.algorithms.settings import SettingsError
 
 #: The test project: a fake clock that only the callables advance, the fixture method and
 #: the marker form.
@@ -26,7 +30,7 @@ from pathlib import Path
 
 import pytest
 
-from pytest_qcrypto import harness
+from pytest_qcrypto.measure import harness
 
 FAKE = Path(__file__).with_name("fake.json")
 NS_PER_BYTE = json.loads(FAKE.read_text())["ns_per_byte"] if FAKE.exists() else 1
@@ -203,7 +207,7 @@ def test_one(qcrypto_case, qcrypto_context):
 
 def test_report_reads_a_callables_results(project):
     assert project.runpytest(*FAST, "--qcrypto-save", "base.json").ret == 0
-    r = project.run(sys.executable, "-m", "pytest_qcrypto.cli", "report", "base.json")
+    r = project.run(sys.executable, "-m", "pytest_qcrypto.commands.qcrypto", "report", "base.json")
     assert r.ret == 0, r.stderr.str()
     r.stdout.fnmatch_lines(["Benchmark results for 'encrypt_record' callable (KiB/s):",
                             "plugin               4096", "base/callable   976562.50"])

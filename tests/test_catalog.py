@@ -2,7 +2,7 @@
 
 import pytest
 
-from pytest_qcrypto import catalog
+from pytest_qcrypto.algorithms import catalog
 
 
 @pytest.mark.parametrize("typed, canonical", [

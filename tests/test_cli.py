@@ -8,7 +8,7 @@ import sys
 import pytest
 
 from conftest import FAST, TEST_PLUGINS
-from pytest_qcrypto import cli
+from pytest_qcrypto.commands import qcrypto as cli
 
 EXECUTED = r"executed \d+ digests of size {} bytes in \d+\.\d\d secs"
 NUMBER = r"\d+\.\d\d"
@@ -16,12 +16,12 @@ NUMBER = r"\d+\.\d\d"
 
 def qcrypto(pytester, *args):
     """Run the command in a fresh process, as the console script does."""
-    return pytester.run(sys.executable, "-m", "pytest_qcrypto.cli", *args)
+    return pytester.run(sys.executable, "-m", "pytest_qcrypto.commands.qcrypto", *args)
 
 
 def test_console_script_is_declared():
     (entry,) = importlib.metadata.entry_points(group="console_scripts", name="qcrypto")
-    assert entry.value == "pytest_qcrypto.cli:main"
+    assert entry.value == "pytest_qcrypto.commands.qcrypto:main"
 
 
 def test_speed_verbose_prints_the_seed_layout_and_nothing_else(pytester):
@@ -321,7 +321,7 @@ def test_report_html_plot_carries_the_tables_and_legend(pytester):
 
 
 def test_passthrough_values_are_joined_so_a_baseline_elsewhere_keeps_the_ini():
-    from pytest_qcrypto.cli import joined
+    from pytest_qcrypto.commands.qcrypto import joined
 
     assert joined(["--qcrypto-compare", "/tmp/base.json", "--qcrypto-decrypt",
                    "--qcrypto-threshold", "-5", "--qcrypto-size=16"]) == [
@@ -330,8 +330,8 @@ def test_passthrough_values_are_joined_so_a_baseline_elsewhere_keeps_the_ini():
 
 
 def test_report_verbose_shows_each_cells_operations_and_seconds(tmp_path, capsys):
-    from pytest_qcrypto import results
-    from pytest_qcrypto.results import Result, ResultsFile
+    from pytest_qcrypto.results import store as results
+    from pytest_qcrypto.results.store import Result, ResultsFile
 
     measured = Result("sha256", "openssl", 16, "digest", 16 * 65536 / 0.125, 65536,
                       (0.125, 0.13, 0.12))
@@ -349,8 +349,8 @@ def test_report_verbose_shows_each_cells_operations_and_seconds(tmp_path, capsys
 
 
 def test_report_says_where_the_plot_went_on_stderr(tmp_path, capsys):
-    from pytest_qcrypto import results
-    from pytest_qcrypto.results import Result, ResultsFile
+    from pytest_qcrypto.results import store as results
+    from pytest_qcrypto.results.store import Result, ResultsFile
 
     results.save(tmp_path / "a.json", ResultsFile([
         Result("sha256", "openssl", 16, "digest", 16 * 1000 / 0.1, 1000, (0.1,))]))
@@ -375,8 +375,8 @@ def test_decrypt_with_only_digests_says_it_had_no_effect(pytester):
 
 
 def test_report_of_a_file_without_results_is_a_usage_error(tmp_path, capsys):
-    from pytest_qcrypto import results
-    from pytest_qcrypto.results import ResultsFile
+    from pytest_qcrypto.results import store as results
+    from pytest_qcrypto.results.store import ResultsFile
 
     results.save(tmp_path / "none.json", ResultsFile([]))
     assert cli.main(["report", str(tmp_path / "none.json")]) == 4

@@ -8,7 +8,7 @@ import sys
 
 import pytest
 
-from pytest_qcrypto import compare
+from pytest_qcrypto.gate import compare
 from test_gate import FAKE_AND_MISSING, USAGE, baseline, junit
 from test_results import FAKE_RUN, fake_speed
 
@@ -25,7 +25,7 @@ def run(pytester, *args, sizes="16"):
 
 def qcrypto(pytester, *args):
     """The console script in a fresh process."""
-    return pytester.run(sys.executable, "-m", "pytest_qcrypto.cli", *args)
+    return pytester.run(sys.executable, "-m", "pytest_qcrypto.commands.qcrypto", *args)
 
 
 def save(pytester, name, sizes="16", *args):
@@ -231,7 +231,7 @@ def test_compare_command_bad_file_is_exit_4_in_one_line(fake, content, problem, 
 
 
 def test_compare_command_usage(capsys):
-    from pytest_qcrypto import cli
+    from pytest_qcrypto.commands import qcrypto as cli
 
     assert cli.main(["compare", "a.json"]) == USAGE
     assert "the following arguments are required: CURRENT" in capsys.readouterr().err

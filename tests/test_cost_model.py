@@ -1,4 +1,4 @@
-"""Where the time goes (pytest_qcrypto.cost_model): per-call + per-byte fits of known costs,
+"""Where the time goes (pytest_qcrypto.measure.cost_model): per-call + per-byte fits of known costs,
 timed by the real harness on a fake clock, the summary lines and the saved fits."""
 
 import json
@@ -8,9 +8,10 @@ from dataclasses import replace
 import pytest
 from hypothesis import given, settings as hsettings, strategies as st
 
-from pytest_qcrypto import cost_model, harness, results
-from pytest_qcrypto.harness import Measurement
-from pytest_qcrypto.settings import DEFAULT_SIZES
+from pytest_qcrypto.measure import cost_model, harness
+from pytest_qcrypto.results import store as results
+from pytest_qcrypto.measure.harness import Measurement
+from pytest_qcrypto.algorithms.settings import DEFAULT_SIZES
 
 from conftest import FAST
 

@@ -8,12 +8,15 @@ from itertools import repeat
 
 import pytest
 
-from pytest_qcrypto import bench, catalog, harness, jobs, report, tables
+from pytest_qcrypto.measure import bench
+from pytest_qcrypto.algorithms import catalog
+from pytest_qcrypto.measure import harness, jobs
+from pytest_qcrypto.output import report, tables
 from pytest_qcrypto.backends.base import Context, Workload
-from pytest_qcrypto.harness import Measurement, TimerError
-from pytest_qcrypto.jobs import WorkerRound
-from pytest_qcrypto.known_answers import KnownAnswerError
-from pytest_qcrypto.results import Result, ResultsError, load
+from pytest_qcrypto.measure.harness import Measurement, TimerError
+from pytest_qcrypto.measure.jobs import WorkerRound
+from pytest_qcrypto.checks.known_answers import KnownAnswerError
+from pytest_qcrypto.results.store import Result, ResultsError, load
 
 from test_harness import FakeMachine
 
@@ -171,7 +174,7 @@ def fake_clock(monkeypatch):
 
 def test_bench_roundtrip_with_a_fixed_count_is_exact(fake_clock):
     from pytest_qcrypto.backends.openssl import OpenSSLPlugin
-    from pytest_qcrypto.registry import Selection
+    from pytest_qcrypto.measure.registry import Selection
 
     sel = Selection("openssl", OpenSSLPlugin())
     for name in ("aes-128-cbc", "aes-256-gcm", "chacha20-poly1305"):
@@ -188,7 +191,7 @@ def test_bench_roundtrip_with_a_fixed_count_is_exact(fake_clock):
 
 def test_bench_roundtrip_leaves_digests_their_direction_and_refuses_decrypt_too(fake_clock):
     from pytest_qcrypto.backends.hashlib import HashlibPlugin
-    from pytest_qcrypto.registry import Selection
+    from pytest_qcrypto.measure.registry import Selection
 
     with bench.open_context(Selection("hashlib", HashlibPlugin()), "sha256") as ctx:
         m = ctx.measure(16, roundtrip=True, count=8, rounds=1)
@@ -238,7 +241,7 @@ def _roundtrip_measurement(**kw):
 
 
 def test_a_roundtrip_result_is_saved_and_loaded_with_its_iv(tmp_path):
-    from pytest_qcrypto.results import ResultsFile, save
+    from pytest_qcrypto.results.store import ResultsFile, save
 
     result = Result.from_measurement(_roundtrip_measurement())
     assert result.bytes_per_second == 65536.0 and result.count == 1024
@@ -265,7 +268,7 @@ def test_workers_of_a_roundtrip_count_two_operations_an_iteration():
 
 
 def test_report_shows_a_saved_roundtrip_with_its_figure(tmp_path):
-    from pytest_qcrypto.results import ResultsFile, save
+    from pytest_qcrypto.results.store import ResultsFile, save
 
     path = tmp_path / "rt.json"
     save(path, ResultsFile([Result.from_measurement(_roundtrip_measurement())]))
@@ -375,7 +378,7 @@ def test_roundtrip_with_only_digests_says_it_had_no_effect(pytester):
 def test_a_short_fixed_round_is_a_noisy_figure_under_the_table(pytester):
     pytester.makeconftest('''
 import pytest
-from pytest_qcrypto import harness
+from pytest_qcrypto.measure import harness
 
 @pytest.fixture(autouse=True)
 def fake_clock(monkeypatch):

@@ -5,15 +5,17 @@ import importlib.metadata
 
 import pytest
 
-from pytest_qcrypto import cryptotest, cryptotest_names, render
+from pytest_qcrypto.commands import cryptotest
+from pytest_qcrypto.algorithms import cryptotest_names
+from pytest_qcrypto.output import render
 from pytest_qcrypto.backends.base import Unavailable
 from pytest_qcrypto.backends.devcrypto import DevcryptoPlugin
-from pytest_qcrypto.cryptotest import Group, Plan, UsageError
-from pytest_qcrypto.harness import Measurement, WorkerRecord
-from pytest_qcrypto.layouts import (cryptotest_lines, crypt_line, freebsd_jobs_line,
+from pytest_qcrypto.commands.cryptotest import Group, Plan, UsageError
+from pytest_qcrypto.measure.harness import Measurement, WorkerRecord
+from pytest_qcrypto.output.layouts import (cryptotest_lines, crypt_line, freebsd_jobs_line,
                                     hexdump)
-from pytest_qcrypto.registry import Registry
-from pytest_qcrypto.tables import FAILED, SKIPPED, Cell, Table
+from pytest_qcrypto.measure.registry import Registry
+from pytest_qcrypto.output.tables import FAILED, SKIPPED, Cell, Table
 
 #: The two sample lines of the issue (FreeBSD cryptotest output).
 DES_SAMPLE = "   0.129 sec,    2048    des crypts,       8 bytes,   127120 byte/sec,     1.0 Mb/sec"
@@ -270,7 +272,7 @@ def test_d_pins_only_kernel_drivers():
 
 def test_console_script_is_declared():
     (entry,) = importlib.metadata.entry_points(group="console_scripts", name="cryptotest")
-    assert entry.value == "pytest_qcrypto.cryptotest:main"
+    assert entry.value == "pytest_qcrypto.commands.cryptotest:main"
 
 
 # -- /dev/crypto missing -------------------------------------------------------------------------

@@ -7,8 +7,9 @@ import sys
 
 import pytest
 
-from pytest_qcrypto import cryptotest, cryptotest_names
-from pytest_qcrypto.layouts import CRYPTOTEST_LINE
+from pytest_qcrypto.commands import cryptotest
+from pytest_qcrypto.algorithms import cryptotest_names
+from pytest_qcrypto.output.layouts import CRYPTOTEST_LINE
 
 #: cryptotest's printf "%8.3f sec, %7d %6s crypts, %7d bytes, %8.0f byte/sec, %7.1f Mb/sec".
 LINE = re.compile(r" *(\d+\.\d{3}) sec, +(\d+) +(\S+) crypts, +(\d+) bytes, +(\d+) byte/sec, "
@@ -19,7 +20,7 @@ TIMEOUT = 600
 
 def cryptotest_cmd(pytester, *args):
     """Run the command in a fresh process, as the console script does."""
-    return pytester.run(sys.executable, "-m", "pytest_qcrypto.cryptotest", *args,
+    return pytester.run(sys.executable, "-m", "pytest_qcrypto.commands.cryptotest", *args,
                         timeout=TIMEOUT)
 
 
@@ -113,7 +114,7 @@ def test_pytest_format_cryptotest_and_the_report_of_its_saved_results(pytester):
         (32, "3des", 8), (32, "3des", 64), (16, "sha256", 8), (16, "sha256", 64)]
     saved = json.loads((pytester.path / "run.json").read_text())
     assert {x["direction"] for x in saved["results"]} == {"roundtrip", "mac"}
-    report = pytester.run(sys.executable, "-m", "pytest_qcrypto.cli", "report", "run.json",
+    report = pytester.run(sys.executable, "-m", "pytest_qcrypto.commands.qcrypto", "report", "run.json",
                           "--qcrypto-format", "cryptotest", timeout=TIMEOUT)
     assert report.ret == 0, report.stderr.str()
     assert report.outlines[:4] == r.outlines  # the saved figures give the same lines
@@ -181,7 +182,7 @@ def test_z_saves_every_line_in_one_complete_file_and_the_report_gives_them_back(
     assert {x["direction"] for x in saved["results"]} == {"roundtrip", "mac"}
     trip = next(x for x in saved["results"] if x["direction"] == "roundtrip")
     assert trip["operation"].startswith("one encryption then one decryption of one buffer")
-    report = pytester.run(sys.executable, "-m", "pytest_qcrypto.cli", "report",
+    report = pytester.run(sys.executable, "-m", "pytest_qcrypto.commands.qcrypto", "report",
                           "--qcrypto-format", "cryptotest", "z.json", timeout=TIMEOUT)
     assert report.ret == 0, report.stderr.str()
     assert report.outlines[:len(lines)] == lines
@@ -191,7 +192,7 @@ def test_the_report_of_a_t_2_file_gives_freebsds_line_too(pytester):
     r = cryptotest_cmd(pytester, "-t", "2", "-P", "pycryptodome", "-a", "blf",
                        "--qcrypto-save=t2.json", "100", "64")
     assert r.ret == 0, r.stderr.str()
-    report = pytester.run(sys.executable, "-m", "pytest_qcrypto.cli", "report",
+    report = pytester.run(sys.executable, "-m", "pytest_qcrypto.commands.qcrypto", "report",
                           "--qcrypto-format", "cryptotest", "t2.json", timeout=TIMEOUT)
     assert report.outlines[:2] == r.outlines
     assert report.outlines[1].endswith("(FreeBSD's -t 2 arithmetic: the processes' times summed)")

@@ -7,8 +7,8 @@ import sys
 
 import pytest
 
-from pytest_qcrypto import cryptotest
-from pytest_qcrypto.cryptotest import UsageError
+from pytest_qcrypto.commands import cryptotest
+from pytest_qcrypto.commands.cryptotest import UsageError
 
 
 @pytest.mark.parametrize(("name", "message"), [
@@ -27,7 +27,7 @@ def test_a_size_less_algorithm_is_a_usage_error(name, message):
 
 
 def test_the_command_exits_4_with_one_line():
-    r = subprocess.run([sys.executable, "-c", "from pytest_qcrypto.cryptotest import main; "
+    r = subprocess.run([sys.executable, "-c", "from pytest_qcrypto.commands.cryptotest import main; "
                         "raise SystemExit(main())", "-P", "openssl", "-a", "ed25519"],
                        capture_output=True, text=True, timeout=120)
     assert r.returncode == 4
@@ -38,9 +38,9 @@ def test_the_command_exits_4_with_one_line():
 
 
 def test_the_cryptotest_layout_says_why_a_size_less_table_has_no_line():
-    from pytest_qcrypto.harness import Measurement
-    from pytest_qcrypto.layouts import cryptotest_lines
-    from pytest_qcrypto.tables import Cell, assemble
+    from pytest_qcrypto.measure.harness import Measurement
+    from pytest_qcrypto.output.layouts import cryptotest_lines
+    from pytest_qcrypto.output.tables import Cell, assemble
 
     m = Measurement("ed25519", "openssl", 0, "sign", count=100, rounds_s=(0.1, 0.1, 0.1))
     table = assemble("ed25519", "", ["openssl"], {("openssl", "sign"): Cell(m)})

@@ -41,11 +41,10 @@ from cryptography.hazmat.primitives.ciphers import Cipher, algorithms, modes
 from cryptography.hazmat.primitives.ciphers.aead import AESGCM, ChaCha20Poly1305
 
 from conftest import FAST as _FAST
-from pytest_qcrypto import catalog
-from pytest_qcrypto import known_answers as kat
+from pytest_qcrypto.algorithms import catalog
+from pytest_qcrypto.checks import known_answers as kat
 from pytest_qcrypto.backends import AuthenticationError, Unavailable, Unsupported, Workload
-from pytest_qcrypto.backends import cryptodev_abi as abi
-from pytest_qcrypto.backends import devcrypto
+from pytest_qcrypto.backends import cryptodev_abi as abi, devcrypto
 from pytest_qcrypto.backends.devcrypto import DevcryptoPlugin
 from pytest_qcrypto.backends.openssl import OpenSSLPlugin
 
@@ -1134,7 +1133,7 @@ def test_cryptotest_z_16_on_the_double_runs_every_cipher_and_hmac_cryptodev_has(
     double): a line per algorithm the device takes, at 8 to 8192 bytes (AES from 16), 32
     crypts for a cipher (16 encryptions and 16 decryptions) and 16 for an HMAC; cast,
     which cryptodev-linux maps to no kernel cipher, is skipped as cryptotest skips it."""
-    from pytest_qcrypto import cryptotest
+    from pytest_qcrypto.commands import cryptotest
 
     pytester.chdir()
     code = cryptotest.main(["-z", "16"])

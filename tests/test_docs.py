@@ -3,7 +3,7 @@ the README stays short with its two set-up commands, and no example splits an op
 its value.
 
 The site is ``mkdocs.yml`` + ``docs/``; its options page is generated at build time by
-``docs/hooks/options_page.py`` from ``pytest_qcrypto.options.OPTIONS``.
+``docs/hooks/options_page.py`` from ``pytest_qcrypto.pytest_side.options.OPTIONS``.
 """
 
 from __future__ import annotations
@@ -18,7 +18,7 @@ from types import ModuleType
 
 import pytest
 
-from pytest_qcrypto import options
+from pytest_qcrypto.pytest_side import options
 
 ROOT = Path(__file__).resolve().parent.parent
 README = ROOT / "README.md"
@@ -99,7 +99,7 @@ def test_reference_entries_come_from_the_option_table() -> None:
     # and layouts of the registries, an ini-only key's help
     assert "### `--qcrypto-min-time=SECONDS` { #qcrypto-min-time }" in page
     assert "- default: 0.1\n" in page
-    from pytest_qcrypto import render
+    from pytest_qcrypto.output import render
     for unit in render.UNITS:
         assert f"`{unit}`" in page
     for layout in render.LAYOUTS:

@@ -1,9 +1,9 @@
 """An interrupted run's tables keep every row and column the matrix asked for: the sizes of
 a sized table, the operations of a size-less one, the PLUGIN@TARGET rows of targets."""
 
-from pytest_qcrypto.harness import Measurement
-from pytest_qcrypto.layouts import report
-from pytest_qcrypto.tables import Cell, assemble, with_every_cell
+from pytest_qcrypto.measure.harness import Measurement
+from pytest_qcrypto.output.layouts import report
+from pytest_qcrypto.output.tables import Cell, assemble, with_every_cell
 
 
 def _sign(plugin: str) -> Measurement:
@@ -35,7 +35,7 @@ def test_target_rows_are_the_cases_plugins():
 
 
 def test_gate_lines_name_a_size_less_cell_by_its_operation_alone():
-    from pytest_qcrypto.gate_summary import _lines_per_group
+    from pytest_qcrypto.gate.summary import _lines_per_group
 
     assert _lines_per_group([("ed25519", "openssl", 0, "sign"),
                              ("sha256", "openssl", 16, "digest"),

@@ -14,11 +14,12 @@ from pathlib import Path
 
 import pytest
 
-from pytest_qcrypto import catalog, isolate
+from pytest_qcrypto.algorithms import catalog
+from pytest_qcrypto.measure import isolate
 from pytest_qcrypto.backends import Context, CryptoPlugin, builtin_plugins
-from pytest_qcrypto.bench import Randomness
-from pytest_qcrypto.fixture import MeasureOptions, QcryptoFixture
-from pytest_qcrypto.registry import Registry, Selection
+from pytest_qcrypto.measure.bench import Randomness
+from pytest_qcrypto.pytest_side.fixture import MeasureOptions, QcryptoFixture
+from pytest_qcrypto.measure.registry import Registry, Selection
 
 FD_DIR = Path("/proc/self/fd")
 pytestmark = pytest.mark.skipif(not FD_DIR.is_dir(), reason="needs /proc/self/fd (Linux)")

@@ -2,7 +2,7 @@
 
 import pytest
 
-from pytest_qcrypto import bench
+from pytest_qcrypto.measure import bench
 
 BAD_CALLS = '''
 import pytest

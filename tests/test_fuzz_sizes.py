@@ -10,10 +10,10 @@ run at that size.
 
 import pytest
 
-from pytest_qcrypto import catalog
+from pytest_qcrypto.algorithms import catalog
 from pytest_qcrypto.backends import builtin_plugins
-from pytest_qcrypto.bench import BenchContext, Randomness
-from pytest_qcrypto.registry import Registry, Selection
+from pytest_qcrypto.measure.bench import BenchContext, Randomness
+from pytest_qcrypto.measure.registry import Registry, Selection
 
 ODD_SIZES = (1, 15, 17, 65535, 65537)
 REGISTRY = Registry(builtin_plugins())

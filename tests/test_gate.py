@@ -8,12 +8,13 @@ from pathlib import Path
 
 import pytest
 
-from pytest_qcrypto import gate, machine
-from pytest_qcrypto.fixture import judge_tries
-from pytest_qcrypto.gate import Rule, Rules
-from pytest_qcrypto.harness import Measurement
-from pytest_qcrypto.results import Result
-from pytest_qcrypto.settings import SettingsError
+from pytest_qcrypto.gate import verdicts as gate
+from pytest_qcrypto.measure import machine
+from pytest_qcrypto.pytest_side.fixture import judge_tries
+from pytest_qcrypto.gate.verdicts import Rule, Rules
+from pytest_qcrypto.measure.harness import Measurement
+from pytest_qcrypto.results.store import Result
+from pytest_qcrypto.algorithms.settings import SettingsError
 from test_results import FAKE_PLUGIN, FAKE_RUN, fake_speed
 
 #: The fake plugin plus one that is never available (to lose a baseline cell).

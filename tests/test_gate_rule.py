@@ -8,9 +8,10 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from pytest_qcrypto import gate, gate_stats, results
-from pytest_qcrypto.gate import Rule
-from pytest_qcrypto.results import Result
+from pytest_qcrypto.gate import verdicts as gate, stats as gate_stats
+from pytest_qcrypto.results import store as results
+from pytest_qcrypto.gate.verdicts import Rule
+from pytest_qcrypto.results.store import Result
 from test_gate import FAKE_AND_MISSING, junit, m, judge, tries_of
 from test_results import FAKE_RUN
 

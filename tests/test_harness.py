@@ -9,8 +9,8 @@ from pathlib import Path
 import pytest
 
 from conftest import FAST
-from pytest_qcrypto import harness
-from pytest_qcrypto.harness import Measurement, TimerError, time_runner
+from pytest_qcrypto.measure import harness
+from pytest_qcrypto.measure.harness import Measurement, TimerError, time_runner
 
 
 class FakeMachine:
@@ -156,7 +156,7 @@ def test_rounds_still_short_after_two_recalibrations_are_kept_with_a_note():
                            "recalibrations (a stall during calibration)")
     m = Measurement("sha256", "fake", 16, "digest", timing.count, timing.rounds_s,
                     timing.cpu_s, calibration_note=timing.note)
-    from pytest_qcrypto import machine
+    from pytest_qcrypto.measure import machine
 
     assert machine.noise(m) == [timing.note]
 
@@ -179,7 +179,7 @@ def test_short_rounds_are_a_noisy_figure_under_the_tables(pytester):
     # every measurement's calibration on the fake machine of the test above
     pytester.makeconftest('''
 import pytest
-from pytest_qcrypto import harness
+from pytest_qcrypto.measure import harness
 from test_harness import Speeding
 
 real = harness.time_runner
@@ -258,9 +258,9 @@ def test_frozen_guard_clock_stops_at_max_count_instead_of_hanging(monkeypatch):
 
 
 def test_frozen_clock_via_the_plain_api(monkeypatch):
-    from pytest_qcrypto import bench
+    from pytest_qcrypto.measure import bench
     from pytest_qcrypto.backends.hashlib import HashlibPlugin
-    from pytest_qcrypto.registry import Selection
+    from pytest_qcrypto.measure.registry import Selection
 
     with bench.open_context(Selection("hashlib", HashlibPlugin()), "sha256") as ctx:
         monkeypatch.setattr(time, "perf_counter_ns", lambda: 42)

@@ -14,15 +14,20 @@ from pathlib import Path
 import pytest
 from hypothesis import HealthCheck, event, given, settings, strategies as st
 
-from pytest_qcrypto import catalog, gate, jobs, render, results, limits as qtimeout
-from pytest_qcrypto import settings as qsettings
+from pytest_qcrypto.algorithms import catalog
+from pytest_qcrypto.gate import verdicts as gate
+from pytest_qcrypto.measure import jobs
+from pytest_qcrypto.output import render
+from pytest_qcrypto.results import store as results
+from pytest_qcrypto.measure import limits as qtimeout
+from pytest_qcrypto.algorithms import settings as qsettings
 from pytest_qcrypto.backends import AuthenticationError, Context, CryptoPlugin, Unavailable
-from pytest_qcrypto.bench import Randomness
-from pytest_qcrypto.fixture import MeasureOptions, QcryptoFixture
-from pytest_qcrypto.harness import Measurement
-from pytest_qcrypto.plugin import QcryptoRun, list_plugins
-from pytest_qcrypto.registry import Registry, RegistryError
-from pytest_qcrypto.settings import SettingsError
+from pytest_qcrypto.measure.bench import Randomness
+from pytest_qcrypto.pytest_side.fixture import MeasureOptions, QcryptoFixture
+from pytest_qcrypto.measure.harness import Measurement
+from pytest_qcrypto.pytest_side.run import QcryptoRun, list_plugins
+from pytest_qcrypto.measure.registry import Registry, RegistryError
+from pytest_qcrypto.algorithms.settings import SettingsError
 
 PROPERTIES = settings(deadline=None, max_examples=100,
                       suppress_health_check=[HealthCheck.function_scoped_fixture,

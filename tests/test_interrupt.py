@@ -16,8 +16,8 @@ import time
 import pytest
 
 from conftest import FAST
-from pytest_qcrypto import results
-from pytest_qcrypto.interrupts import Interrupts
+from pytest_qcrypto.results import store as results
+from pytest_qcrypto.measure.interrupts import Interrupts
 from test_timeout import MISBEHAVING_PLUGINS
 
 SHA256 = "Benchmark results for 'sha256' digest (KiB/s):"
@@ -179,9 +179,9 @@ SLEEPY_CLOSE = '''
 import hashlib, os, time
 from pathlib import Path
 from pytest_qcrypto.backends import Context, CryptoPlugin
-import pytest_qcrypto.limits
+import pytest_qcrypto.measure.limits
 
-pytest_qcrypto.limits.CLOSE_TIMEOUT = 1.0  # 5 s, shortened for the test
+pytest_qcrypto.measure.limits.CLOSE_TIMEOUT = 1.0  # 5 s, shortened for the test
 
 class Sha256(Context):
     def digest(self, data):
@@ -350,7 +350,7 @@ def test_an_interrupt_traceback_without_line_numbers_can_be_drawn():
     instead of 2.  Such entries get their frame's line before pytest draws them."""
     from types import SimpleNamespace
 
-    from pytest_qcrypto.matrix import lines_filled, with_line_numbers
+    from pytest_qcrypto.pytest_side.matrix import lines_filled, with_line_numbers
 
     def interrupted():
         raise KeyboardInterrupt()

@@ -9,9 +9,10 @@ from itertools import repeat
 import pytest
 
 from conftest import FAST
-from pytest_qcrypto import jobs, procs, results
-from pytest_qcrypto.harness import KIB, Measurement, TimerError
-from pytest_qcrypto.jobs import JobsError, WorkerRound, aggregate, time_jobs
+from pytest_qcrypto.measure import jobs, procs
+from pytest_qcrypto.results import store as results
+from pytest_qcrypto.measure.harness import KIB, Measurement, TimerError
+from pytest_qcrypto.measure.jobs import JobsError, WorkerRound, aggregate, time_jobs
 
 
 def test_total_bytes_over_the_common_window_is_exact():
@@ -325,8 +326,8 @@ def test_too_many_jobs_is_a_usage_error_naming_the_limit(pytester):
 
 def test_too_many_jobs_in_the_bench_api_is_a_value_error_before_anything_runs(monkeypatch):
     from pytest_qcrypto.backends.hashlib import HashlibPlugin
-    from pytest_qcrypto.bench import open_context
-    from pytest_qcrypto.registry import Selection
+    from pytest_qcrypto.measure.bench import open_context
+    from pytest_qcrypto.measure.registry import Selection
 
     monkeypatch.setattr(os, "fork", lambda: pytest.fail("forked"))
     ctx = open_context(Selection("hashlib", HashlibPlugin()), "sha256")

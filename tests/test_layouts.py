@@ -8,11 +8,11 @@ from types import SimpleNamespace
 import pytest
 
 import pytest_qcrypto
-from pytest_qcrypto import render
-from pytest_qcrypto.harness import Measurement
-from pytest_qcrypto.layouts import LAYOUTS
-from pytest_qcrypto.render import Output
-from pytest_qcrypto.tables import Cell, Changes, Table, change_lines
+from pytest_qcrypto.output import render
+from pytest_qcrypto.measure.harness import Measurement
+from pytest_qcrypto.output.layouts import LAYOUTS
+from pytest_qcrypto.output.render import Output
+from pytest_qcrypto.output.tables import Cell, Changes, Table, change_lines
 
 #: Appended to the layouts module of a copy of the package: nothing else is touched.
 TSV_LAYOUT = '''
@@ -66,8 +66,8 @@ def test_the_change_grid_is_drawn_as_the_tables_are():
 
 def test_the_change_grid_is_the_text_the_gate_draws():
     """The same cells as the gate's own grid (gate_summary.change_grid, data drawn here)."""
-    from pytest_qcrypto import gate
-    from pytest_qcrypto.gate_summary import change_grid
+    from pytest_qcrypto.gate import verdicts as gate
+    from pytest_qcrypto.gate.summary import change_grid
 
     t = table()
     verdicts = {("sha256", "openssl", 16, "digest"): SimpleNamespace(change=-0.125,
@@ -144,9 +144,9 @@ def test_a_registered_layout_is_a_choice_of_pytest_and_qcrypto_report(pytester, 
                                                              ["sha256", "hashlib", "64"]]
     assert all(float(line.split("\t")[3]) > 0 for line in lines[1:])
 
-    r = pytester.run(sys.executable, "-m", "pytest_qcrypto.cli", "report", "-h", timeout=300)
+    r = pytester.run(sys.executable, "-m", "pytest_qcrypto.commands.qcrypto", "report", "-h", timeout=300)
     assert "qcrypto, openssl, markdown, csv, cryptotest or tsv" in " ".join(r.stdout.str().split())
-    r = pytester.run(sys.executable, "-m", "pytest_qcrypto.cli", "report", "run.json",
+    r = pytester.run(sys.executable, "-m", "pytest_qcrypto.commands.qcrypto", "report", "run.json",
                      "--qcrypto-format", "tsv", timeout=300)
     assert r.ret == 0, r.stderr.str()
     assert r.outlines[0] == "algorithm\tplugin\tsize\tKiB/s"

@@ -5,14 +5,14 @@ from __future__ import annotations
 
 import pytest
 
-from pytest_qcrypto import gate
-from pytest_qcrypto.gate import Criteria, Rule, Verdict
-from pytest_qcrypto.gate_summary import change_grid
-from pytest_qcrypto.tables import change_lines
-from pytest_qcrypto.harness import Measurement
-from pytest_qcrypto.ledger import Ledger
-from pytest_qcrypto.render import SKIPPED
-from pytest_qcrypto.results import Result
+from pytest_qcrypto.gate import verdicts as gate
+from pytest_qcrypto.gate.verdicts import Criteria, Rule, Verdict
+from pytest_qcrypto.gate.summary import change_grid
+from pytest_qcrypto.output.tables import change_lines
+from pytest_qcrypto.measure.harness import Measurement
+from pytest_qcrypto.pytest_side.ledger import Ledger
+from pytest_qcrypto.output.render import SKIPPED
+from pytest_qcrypto.results.store import Result
 from test_results import FAKE_PLUGIN, FAKE_RUN
 
 TEN = Rule(None, None, None, 10.0, "--qcrypto-threshold")

@@ -5,9 +5,9 @@ import json
 import pytest
 
 from conftest import FAST
-from pytest_qcrypto import machine
-from pytest_qcrypto.harness import Measurement
-from pytest_qcrypto.machine import MachineState
+from pytest_qcrypto.measure import machine
+from pytest_qcrypto.measure.harness import Measurement
+from pytest_qcrypto.measure.machine import MachineState
 
 
 def fake_sysfs(tmp_path, governor=None, no_turbo=None, boost=None, cpus=(0, 1)):

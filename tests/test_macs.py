@@ -10,13 +10,12 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from conftest import FAST
-from pytest_qcrypto import catalog
+from pytest_qcrypto.algorithms import catalog
 from pytest_qcrypto.backends import Unsupported, Workload, builtin_plugins
-from pytest_qcrypto.backends import hashlib as hashlib_backend
-from pytest_qcrypto.backends import openssl as openssl_backend
+from pytest_qcrypto.backends import hashlib as hashlib_backend, openssl as openssl_backend
 from pytest_qcrypto.backends import pycryptodome as pycryptodome_backend
-from pytest_qcrypto.plugin import list_plugins
-from pytest_qcrypto.registry import Registry
+from pytest_qcrypto.pytest_side.run import list_plugins
+from pytest_qcrypto.measure.registry import Registry
 
 REGISTRY = Registry(builtin_plugins())
 HMACS = ["hmac-md5", "hmac-sha1", "hmac-sha256", "hmac-sha384", "hmac-sha512"]
@@ -217,7 +216,7 @@ def test_a_wrong_mac_fails_its_item_naming_the_rfc_vector(pytester):
 
 
 def qcrypto(pytester, *args):
-    return pytester.run(sys.executable, "-m", "pytest_qcrypto.cli", *args)
+    return pytester.run(sys.executable, "-m", "pytest_qcrypto.commands.qcrypto", *args)
 
 
 def test_speed_dash_m_measures_a_mac(pytester):
@@ -244,7 +243,7 @@ def test_speed_dash_m_measures_a_mac(pytester):
      "ERROR: qcrypto speed: argument -C: not allowed with argument -M"),
 ])
 def test_speed_dash_m_usage_errors(capsys, args, message):
-    from pytest_qcrypto import cli
+    from pytest_qcrypto.commands import qcrypto as cli
 
     assert cli.main(["speed", *args]) == pytest.ExitCode.USAGE_ERROR
     assert capsys.readouterr().err.startswith(message)

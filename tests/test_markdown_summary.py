@@ -8,18 +8,19 @@ from pathlib import Path
 
 import pytest
 
-from pytest_qcrypto import gate, render
-from pytest_qcrypto.gate import BaselineIndex, GateRules, Rule, Verdict
-from pytest_qcrypto.gate_summary import (speedup, speedup_failure, summary_lines,
+from pytest_qcrypto.gate import verdicts as gate
+from pytest_qcrypto.output import render
+from pytest_qcrypto.gate.verdicts import BaselineIndex, GateRules, Rule, Verdict
+from pytest_qcrypto.gate.summary import (speedup, speedup_failure, summary_lines,
                                          summary_tables)
-from pytest_qcrypto.harness import Measurement
-from pytest_qcrypto.layouts import LAYOUTS, Figures
-from pytest_qcrypto.markdown import markdown_changes, markdown_gate
-from pytest_qcrypto.render import Output
-from pytest_qcrypto.results import Result, ResultsFile
-from pytest_qcrypto.rules import parse_speedup
-from pytest_qcrypto.settings import SettingsError
-from pytest_qcrypto.tables import GateTables, SummaryTable
+from pytest_qcrypto.measure.harness import Measurement
+from pytest_qcrypto.output.layouts import LAYOUTS, Figures
+from pytest_qcrypto.output.markdown import markdown_changes, markdown_gate
+from pytest_qcrypto.output.render import Output
+from pytest_qcrypto.results.store import Result, ResultsFile
+from pytest_qcrypto.gate.rules import parse_speedup
+from pytest_qcrypto.algorithms.settings import SettingsError
+from pytest_qcrypto.output.tables import GateTables, SummaryTable
 from test_cli import qcrypto
 from test_gate import FAKE_AND_MISSING, baseline, compare, junit
 from test_layouts import GRID, Terminal, changes, table

@@ -196,7 +196,7 @@ def test_counts_of_one_are_singular(pytester):
     r.stdout.fnmatch_lines(["Regression gate: baseline *one.json (1 result, created *), "
                             "threshold 99% unless an ini line says otherwise, "
                             "1 confirmation try"])
-    from pytest_qcrypto import catalog
+    from pytest_qcrypto.algorithms import catalog
 
     assert catalog.lookup("md5").size_problem(0) == "md5 needs a buffer of at least 1 byte, not 0"
     assert catalog.plural(2, "confirmation try", "confirmation tries") == "2 confirmation tries"

@@ -16,9 +16,12 @@ import re
 import pytest
 from hypothesis import HealthCheck, given, settings, strategies as st
 
-from pytest_qcrypto import bench, gate, harness, jobs
-from pytest_qcrypto import settings as qsettings, limits as qtimeout
-from pytest_qcrypto.settings import SettingsError
+from pytest_qcrypto.measure import bench
+from pytest_qcrypto.gate import verdicts as gate
+from pytest_qcrypto.measure import harness, jobs
+from pytest_qcrypto.algorithms import settings as qsettings
+from pytest_qcrypto.measure import limits as qtimeout
+from pytest_qcrypto.algorithms.settings import SettingsError
 
 PROPERTIES = settings(deadline=None, max_examples=150,
                       suppress_health_check=[HealthCheck.function_scoped_fixture,
@@ -174,9 +177,9 @@ def test_the_harness_applies_the_options_limits(kwargs, message):
 def test_measure_from_python_code_applies_the_options_limits(pytester):
     pytester.makepyfile('''
 import pytest
-from pytest_qcrypto import bench
+from pytest_qcrypto.measure import bench
 from pytest_qcrypto.backends.hashlib import HashlibPlugin
-from pytest_qcrypto.registry import Selection
+from pytest_qcrypto.measure.registry import Selection
 
 @pytest.mark.parametrize("kwargs", [dict(rounds=10**100), dict(min_time=1e9),
                                     dict(rounds=1001), dict(size=2**28 + 1),
@@ -286,14 +289,14 @@ def test_huge(qcrypto_case, qcrypto_context):
 @pytest.mark.parametrize("value", ["-3", "-0.5", "-" + BIG, "-\u0661\u0666", "-1e309"])
 def test_qcrypto_speed_passes_a_negative_number_to_its_option(value):
     """The option names the problem (its range, ASCII digits), not 'unrecognized argument'."""
-    from pytest_qcrypto import cli
+    from pytest_qcrypto.commands import qcrypto as cli
 
     ns, extra = cli.build_parser().parse_known_args(["speed", "--qcrypto-seed", value])
     assert cli.speed_args(ns, extra)[-1] == f"--qcrypto-seed={value}"
 
 
 def test_qcrypto_speed_shortens_an_unrecognized_argument():
-    from pytest_qcrypto import cli
+    from pytest_qcrypto.commands import qcrypto as cli
 
     with pytest.raises(cli.UsageError, match=r"^qcrypto speed: unrecognized argument "
                                              r"'-x{39}'\.\.\. \(5001 characters\) \(options"):

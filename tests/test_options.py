@@ -1,4 +1,4 @@
-"""The table of options (pytest_qcrypto.options): what pytest --help shows, the ini fallback and
+"""The table of options (pytest_qcrypto.pytest_side.options): what pytest --help shows, the ini fallback and
 where a value came from, the hidden --qcrypto-command of the qcrypto command."""
 
 import ast
@@ -6,7 +6,9 @@ from pathlib import Path
 
 import pytest
 
-from pytest_qcrypto import cli, options, settings
+from pytest_qcrypto.commands import qcrypto as cli
+from pytest_qcrypto.pytest_side import options
+from pytest_qcrypto.algorithms import settings
 
 PACKAGE = Path(options.__file__).resolve().parent
 
@@ -59,7 +61,7 @@ def test_help_shows_every_option_metavar_and_ini_key_as_before(pytester):
 
 
 def test_help_takes_choices_from_the_registries(pytester):
-    from pytest_qcrypto import render
+    from pytest_qcrypto.output import render
 
     r = pytester.runpytest("--help")
     text = " ".join(r.stdout.str().split())
@@ -140,7 +142,7 @@ def _imports(module: str) -> set[str]:
 
 
 def test_process_helpers_come_from_procs_and_the_plugin_needs_no_cli():
-    assert not {"pytest_qcrypto.jobs", "pytest_qcrypto.timeout"} & _imports("isolate")
-    assert "pytest_qcrypto.jobs" not in _imports("limits")
-    assert "pytest_qcrypto.procs" in _imports("isolate") & _imports("jobs")
-    assert not any(n.startswith("pytest_qcrypto.cli") for n in _imports("plugin"))
+    assert not {"pytest_qcrypto.measure.jobs", "pytest_qcrypto.timeout"} & _imports("isolate")
+    assert "pytest_qcrypto.measure.jobs" not in _imports("limits")
+    assert "pytest_qcrypto.measure.procs" in _imports("isolate") & _imports("jobs")
+    assert not any(n.startswith("pytest_qcrypto.commands.qcrypto") for n in _imports("plugin"))

@@ -6,9 +6,10 @@ import hashlib
 
 import pytest
 
-from pytest_qcrypto import catalog, pkey_checks
+from pytest_qcrypto.algorithms import catalog
+from pytest_qcrypto.checks import pkey_checks
 from pytest_qcrypto.backends import Unsupported, builtin_plugins
-from pytest_qcrypto.known_answers import KnownAnswerError, WrongTypeError
+from pytest_qcrypto.checks.known_answers import KnownAnswerError, WrongTypeError
 
 PLUGINS = {p.name: p for p in builtin_plugins()}
 WITH_VECTORS = [a for a in catalog.ALGORITHMS if not a.rules.sized and pkey_checks.vectors(a)]

@@ -10,8 +10,9 @@ import json
 import pytest
 
 from pkey_doubles import CALLS, CLOCK_PLUGIN, PKEY_PLUGINS, double_check, no_check
-from pytest_qcrypto import pkey_bench, rules
-from pytest_qcrypto.settings import SettingsError
+from pytest_qcrypto.measure import pkey_bench
+from pytest_qcrypto.gate import rules
+from pytest_qcrypto.algorithms.settings import SettingsError
 
 
 @pytest.fixture
@@ -32,7 +33,7 @@ def doubles(pytester, monkeypatch):
 
 def _has(alg, plugin):
     """Whether the built-in ``plugin`` is available here and has ``alg``."""
-    from pytest_qcrypto.registry import _builtin_registry
+    from pytest_qcrypto.measure.registry import _builtin_registry
 
     registry = _builtin_registry()
     p = registry.resolve(plugin).plugin
@@ -266,7 +267,7 @@ def test_saved_compared_and_a_slowed_signature_fails_the_gate(clock, monkeypatch
 
 
 def test_saved_size_less_results_are_read_back_strictly(tmp_path):
-    from pytest_qcrypto import results
+    from pytest_qcrypto.results import store as results
 
     base = {"schema_version": 2, "complete": True, "machine": {}, "plugins": {},
             "results": [{"algorithm": "ed25519", "plugin": "openssl", "size": 0,
@@ -321,7 +322,7 @@ def test_rules_name_a_size_less_cell_by_its_operation():
 
 
 def test_report_shows_the_saved_ops_per_second_tables(clock, capsys):
-    from pytest_qcrypto import report
+    from pytest_qcrypto.output import report
 
     assert clock.runpytest("--qcrypto-pkey", "ed25519", "--qcrypto-plugin", "clockplug",
                            "--qcrypto-save", "run.json").ret == 0
@@ -374,7 +375,7 @@ def test_jobs_sum_the_operations_of_several_processes(doubles):
 
 
 def test_qcrypto_speed_takes_S_and_K_and_all_includes_them(capsys):
-    from pytest_qcrypto import cli
+    from pytest_qcrypto.commands import qcrypto as cli
 
     ns, extra = cli.build_parser().parse_known_args(["speed", "-S", "ed25519", "-P", "openssl"])
     assert cli.speed_args(ns, extra)[3:] == ["-qq", "--qcrypto-pkey", "ed25519",

@@ -7,7 +7,8 @@ from functools import partial
 
 import pytest
 
-from pytest_qcrypto import catalog, pkey_checks
+from pytest_qcrypto.algorithms import catalog
+from pytest_qcrypto.checks import pkey_checks
 from pytest_qcrypto.backends import Unsupported, Workload, builtin_plugins
 from pytest_qcrypto.backends import base, hashlib as hashlib_plugin, openssl_pkey, pycryptodome_pkey
 from pytest_qcrypto.backends.afalg import NO_PKEY as AFALG_NO_PKEY

@@ -8,10 +8,10 @@ import xml.etree.ElementTree as ET
 import pytest
 
 from conftest import FAST
-from pytest_qcrypto import plot
-from pytest_qcrypto.harness import Measurement
-from pytest_qcrypto.render import FAILED, Cell, Changes, Table
-from pytest_qcrypto.settings import SettingsError
+from pytest_qcrypto.output import plot
+from pytest_qcrypto.measure.harness import Measurement
+from pytest_qcrypto.output.render import FAILED, Cell, Changes, Table
+from pytest_qcrypto.algorithms.settings import SettingsError
 
 pytest.importorskip("matplotlib", reason="the plot extra: pip install 'pytest-qcrypto[plot]'")
 
@@ -312,7 +312,7 @@ def test_a_run_that_measured_nothing_writes_no_plot(pytester):
 
 
 def qcrypto_report(pytester, *args):
-    return pytester.run(sys.executable, "-m", "pytest_qcrypto.cli", "report", *args)
+    return pytester.run(sys.executable, "-m", "pytest_qcrypto.commands.qcrypto", "report", *args)
 
 
 def test_report_plot_path_that_cannot_be_written_is_a_usage_error(pytester):
@@ -326,7 +326,7 @@ def test_report_plot_path_that_cannot_be_written_is_a_usage_error(pytester):
 
 
 def test_report_plot_that_fails_at_the_end_exits_1(pytester, monkeypatch, capsys):
-    from pytest_qcrypto import cli
+    from pytest_qcrypto.commands import qcrypto as cli
 
     r = pytester.runpytest(*RUN, "--qcrypto-save", "one.json")
     assert r.ret == 0
@@ -371,7 +371,7 @@ def test_every_plot_path_is_checked_before_measuring(pytester, first, message):
 
 
 def test_qcrypto_speed_and_report_write_every_plot(pytester):
-    r = pytester.run(sys.executable, "-m", "pytest_qcrypto.cli", "speed", "-D", "sha256",
+    r = pytester.run(sys.executable, "-m", "pytest_qcrypto.commands.qcrypto", "speed", "-D", "sha256",
                      "-P", "hashlib", "--qcrypto-size", "16", "--qcrypto-min-time", "0.001",
                      "--qcrypto-rounds", "1", "--qcrypto-save", "one.json", "--qcrypto-plot",
                      "s.svg", "--qcrypto-plot", "s.png", timeout=300)

@@ -1,5 +1,5 @@
 """The progress line of the ``qcrypto`` and ``cryptotest`` commands, and how an interrupt
-ends them (pytest_qcrypto.progress), and the interrupted table's ``-`` cells."""
+ends them (pytest_qcrypto.pytest_side.progress), and the interrupted table's ``-`` cells."""
 
 import itertools
 import os
@@ -13,14 +13,14 @@ import time
 import pytest
 
 from conftest import FAST
-from pytest_qcrypto import progress
-from pytest_qcrypto.harness import Measurement
-from pytest_qcrypto.tables import Cell, Table, table_lines, with_every_cell
+from pytest_qcrypto.pytest_side import progress
+from pytest_qcrypto.measure.harness import Measurement
+from pytest_qcrypto.output.tables import Cell, Table, table_lines, with_every_cell
 
 MATRIX = ("-p", "no:cacheprovider", "--qcrypto-digest", "sha256", "--qcrypto-plugin", "hashlib",
           "--qcrypto-size", "16,64,256", *FAST)
-QCRYPTO = [sys.executable, "-m", "pytest_qcrypto.cli"]
-CRYPTOTEST = [sys.executable, "-m", "pytest_qcrypto.cryptotest"]
+QCRYPTO = [sys.executable, "-m", "pytest_qcrypto.commands.qcrypto"]
+CRYPTOTEST = [sys.executable, "-m", "pytest_qcrypto.commands.cryptotest"]
 SPEED = [*QCRYPTO, "speed", "-P", "hashlib", "-D", "sha256", "--qcrypto-size=16,64,256",
          "--qcrypto-min-time=0.001", "--qcrypto-rounds=1"]
 ESC = b"\x1b"
@@ -287,7 +287,7 @@ def test_every_requested_size_and_plugin_is_a_column_and_a_row():
 # -- exit codes -----------------------------------------------------------------------------
 
 def test_qcrypto_help_lists_every_exit_code(capsys):
-    from pytest_qcrypto import cli
+    from pytest_qcrypto.commands import qcrypto as cli
 
     assert cli.main(["-h"]) == 0
     text = " ".join(capsys.readouterr().out.split())
@@ -297,7 +297,7 @@ def test_qcrypto_help_lists_every_exit_code(capsys):
 
 
 def test_cryptotest_help_lists_every_exit_code(capsys):
-    from pytest_qcrypto import cryptotest
+    from pytest_qcrypto.commands import cryptotest
 
     assert cryptotest.main(["-h"]) == 0
     text = " ".join(capsys.readouterr().out.split())

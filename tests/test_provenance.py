@@ -14,7 +14,9 @@ import sys
 import pytest
 
 from conftest import FAST
-from pytest_qcrypto import catalog, report, results
+from pytest_qcrypto.algorithms import catalog
+from pytest_qcrypto.output import report
+from pytest_qcrypto.results import store as results
 from pytest_qcrypto.backends import (
     CryptoPlugin,
     Workload,
@@ -22,11 +24,10 @@ from pytest_qcrypto.backends import (
     describe_implementations,
     implementation_text,
 )
-from pytest_qcrypto.backends import hashlib as hashlib_backend
-from pytest_qcrypto.backends import openssl as openssl_backend
+from pytest_qcrypto.backends import hashlib as hashlib_backend, openssl as openssl_backend
 from pytest_qcrypto.backends.hashlib import HashlibPlugin
 from pytest_qcrypto.backends.openssl import OpenSSLPlugin
-from pytest_qcrypto.results import Result, ResultsError, ResultsFile
+from pytest_qcrypto.results.store import Result, ResultsError, ResultsFile
 
 ALG = catalog.lookup
 

@@ -1,7 +1,7 @@
 """qcrypto's table and verbose block, as exact text from known measurements."""
 
-from pytest_qcrypto.harness import Measurement
-from pytest_qcrypto.render import FAILED, SKIPPED, Cell, Table, report, table_lines, verbose_block
+from pytest_qcrypto.measure.harness import Measurement
+from pytest_qcrypto.output.render import FAILED, SKIPPED, Cell, Table, report, table_lines, verbose_block
 
 
 def m(plugin, size, count, seconds, direction="digest", alg="sha256", driver=None, hw=None):

@@ -5,13 +5,13 @@ import os
 
 import pytest
 
-from pytest_qcrypto import render, report as joining
-from pytest_qcrypto.harness import Measurement
-from pytest_qcrypto.render import (FAILED, SKIPPED, UNITS, Cell, Output, Table, csv_lines,
+from pytest_qcrypto.output import render, report as joining
+from pytest_qcrypto.measure.harness import Measurement
+from pytest_qcrypto.output.render import (FAILED, SKIPPED, UNITS, Cell, Output, Table, csv_lines,
                                    format_lines, markdown_lines, openssl_lines, parse_output,
                                    report, table_lines)
-from pytest_qcrypto.results import Result, ResultsFile
-from pytest_qcrypto.settings import SettingsError
+from pytest_qcrypto.results.store import Result, ResultsFile
+from pytest_qcrypto.algorithms.settings import SettingsError
 
 
 def m(plugin, size, count, seconds, alg="sha256", direction="digest"):

@@ -10,9 +10,9 @@ from pathlib import Path
 
 import pytest
 
-from pytest_qcrypto import files, results
-from pytest_qcrypto.harness import Measurement
-from pytest_qcrypto.results import Result, ResultsError, ResultsFile
+from pytest_qcrypto.results import files, store as results
+from pytest_qcrypto.measure.harness import Measurement
+from pytest_qcrypto.results.store import Result, ResultsError, ResultsFile
 
 #: A conftest adding the crypto plugin ``fake``: a correct sha256 (its known answers
 #: pass) whose timed loop spins for a set CPU time per operation, so its throughput

@@ -7,8 +7,9 @@ floor's value error names both units.  Figures come from the fake clock of
 import pytest
 
 from pkey_doubles import CALLS, CLOCK_PLUGIN, no_check
-from pytest_qcrypto import pkey_bench, rules
-from pytest_qcrypto.settings import SettingsError
+from pytest_qcrypto.measure import pkey_bench
+from pytest_qcrypto.gate import rules
+from pytest_qcrypto.algorithms.settings import SettingsError
 
 RUN = ("--qcrypto-plugin", "clockplug", "--qcrypto-confirm", "0")
 

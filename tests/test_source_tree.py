@@ -1,5 +1,5 @@
 """The git commit and dirty state of the tree a run measured, in saved results
-(pytest_qcrypto.source_tree)."""
+(pytest_qcrypto.results.source_tree)."""
 
 import json
 import shutil
@@ -7,7 +7,7 @@ import subprocess
 
 import pytest
 
-from pytest_qcrypto import results, source_tree
+from pytest_qcrypto.results import store as results, source_tree
 from test_callables import FAST, PROJECT
 
 

@@ -8,11 +8,12 @@ import statistics
 
 import pytest
 
-from pytest_qcrypto import limits, pairs, remote
+from pytest_qcrypto.measure import limits
+from pytest_qcrypto.targets import pairs, remote
 from pytest_qcrypto.backends.base import Unsupported
-from pytest_qcrypto.harness import Measurement, WorkerRecord
-from pytest_qcrypto.known_answers import KnownAnswerError
-from pytest_qcrypto.target_link import RemoteFailure, rebuilt
+from pytest_qcrypto.measure.harness import Measurement, WorkerRecord
+from pytest_qcrypto.checks.known_answers import KnownAnswerError
+from pytest_qcrypto.targets.link import RemoteFailure, rebuilt
 
 
 def m(rounds_s, count=1000, size=1024, plugin="p"):
@@ -127,7 +128,7 @@ def test_t_quantiles_come_from_the_table(df, t):
 # -- the wire: measurements and errors ------------------------------------------------------
 
 def test_a_measurement_survives_the_channel_as_plain_data():
-    from pytest_qcrypto.catalog import Direction
+    from pytest_qcrypto.algorithms.catalog import Direction
 
     worker = WorkerRecord(count=4, rounds_s=(0.5, 0.6), cpu_s=(0.4, 0.5),
                           kib_per_s=(8.0, 6.6))

@@ -396,20 +396,20 @@ def test_a_target_over_ssh_is_measured_like_a_local_one(pytester, fake, sshd):
 
 
 def test_the_qcrypto_command_takes_target(pytester, fake):
-    from pytest_qcrypto import cli
+    from pytest_qcrypto.commands import qcrypto as cli
 
     ns, extra = cli.build_parser().parse_known_args(
         ["speed", "-D", "sha256", "--target", "a=popen", "--target", "b=ssh=board"])
     assert cli.speed_args(ns, extra)[-2:] == ["--qcrypto-target=a=popen",
                                               "--qcrypto-target=b=ssh=board"]
-    r = pytester.run(sys.executable, "-m", "pytest_qcrypto.cli", "speed", "-D", "sha256",
+    r = pytester.run(sys.executable, "-m", "pytest_qcrypto.commands.qcrypto", "speed", "-D", "sha256",
                      "-P", "fakehash", "--qcrypto-size", "1024", "--qcrypto-min-time", "0.01",
                      "--target", fake_target("slow", fake, QFAKE_NS="4000"))
     assert r.ret == 0, r.stderr.str()
     assert [line.split() for line in r.outlines] == [
         ["Benchmark", "results", "for", "'sha256'", "digest", "(KiB/s):"],
         ["plugin", "1024"], ["fakehash@local", "1000000.00"], ["fakehash@slow", "250000.00"]]
-    r = pytester.run(sys.executable, "-m", "pytest_qcrypto.cli", "speed", "-D", "sha256",
+    r = pytester.run(sys.executable, "-m", "pytest_qcrypto.commands.qcrypto", "speed", "-D", "sha256",
                      "--target", "local=popen")
     assert r.ret == 4
     assert ("--qcrypto-target: the name 'local' is this process; give the target another "
@@ -435,7 +435,7 @@ def _ab_args() -> list[str]:
 def test_the_examples_use_only_options_that_exist():
     import re
 
-    from pytest_qcrypto import options
+    from pytest_qcrypto.pytest_side import options
 
     flags = {o.flag for o in options.OPTIONS if o.flag}
     for name in ("ab.sh", "github-actions.yml", "README.md"):

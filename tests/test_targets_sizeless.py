@@ -12,10 +12,10 @@ from types import SimpleNamespace
 
 import pytest
 
-from pytest_qcrypto import pairs
-from pytest_qcrypto.harness import Measurement
-from pytest_qcrypto.summary_targets import ratio_lines
-from pytest_qcrypto.targets import TargetOptions, _Cell
+from pytest_qcrypto.targets import pairs
+from pytest_qcrypto.measure.harness import Measurement
+from pytest_qcrypto.targets.summary import ratio_lines
+from pytest_qcrypto.pytest_side.targets import TargetOptions, _Cell
 
 OLD = f"old=popen//python={sys.executable}"
 FAST = ("--qcrypto-plugin", "openssl", "--qcrypto-min-time", "0.01", "--qcrypto-rounds", "3",

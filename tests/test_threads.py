@@ -9,11 +9,14 @@ import time
 import pytest
 
 from conftest import FAST
-from pytest_qcrypto import gate, gil, harness, jobs, results, threads
-from pytest_qcrypto.harness import KIB, Measurement
-from pytest_qcrypto.jobs import WorkerRound
-from pytest_qcrypto.tables import Cell, Table, notes
-from pytest_qcrypto.threads import ThreadsError, run_threads, time_threads
+from pytest_qcrypto.gate import verdicts as gate
+from pytest_qcrypto.measure import gil, harness, jobs
+from pytest_qcrypto.results import store as results
+from pytest_qcrypto.measure import threads
+from pytest_qcrypto.measure.harness import KIB, Measurement
+from pytest_qcrypto.measure.jobs import WorkerRound
+from pytest_qcrypto.output.tables import Cell, Table, notes
+from pytest_qcrypto.measure.threads import ThreadsError, run_threads, time_threads
 
 
 class FakeClock:
@@ -258,9 +261,9 @@ def test_threads_with_jobs_is_a_usage_error(pytester):
 
 
 def test_the_api_refuses_threads_out_of_range_before_anything_runs():
-    from pytest_qcrypto import bench
+    from pytest_qcrypto.measure import bench
     from pytest_qcrypto.backends.hashlib import HashlibPlugin
-    from pytest_qcrypto.registry import Selection
+    from pytest_qcrypto.measure.registry import Selection
 
     with bench.open_context(Selection("hashlib", HashlibPlugin()), "sha256") as ctx:
         for kwargs in ({"threads": 0}, {"threads": 2, "jobs": 2},

@@ -2,9 +2,9 @@
 summed operations per second of N threads, and each operation gets its scaling line (found
 by a fresh-user trial: neither was shown)."""
 
-from pytest_qcrypto import gil
-from pytest_qcrypto.harness import Measurement
-from pytest_qcrypto.tables import Cell, assemble
+from pytest_qcrypto.measure import gil
+from pytest_qcrypto.measure.harness import Measurement
+from pytest_qcrypto.output.tables import Cell, assemble
 
 
 def _m(direction: str, count: int, one_thread_ops: float) -> Measurement:

@@ -12,12 +12,12 @@ import time
 import pytest
 
 from conftest import FAST
-from pytest_qcrypto import bench, isolate, limits as qtimeout
+from pytest_qcrypto.measure import bench, isolate, limits as qtimeout
 from pytest_qcrypto.backends.hashlib import HashlibPlugin
-from pytest_qcrypto.registry import Selection
-from pytest_qcrypto.settings import SettingsError
-from pytest_qcrypto.isolate import IsolatedError
-from pytest_qcrypto.limits import MeasurementTimeout
+from pytest_qcrypto.measure.registry import Selection
+from pytest_qcrypto.algorithms.settings import SettingsError
+from pytest_qcrypto.measure.isolate import IsolatedError
+from pytest_qcrypto.measure.limits import MeasurementTimeout
 
 #: Test-double crypto plugins for sha256, each misbehaving in its own way.  Every one
 #: writes its process id to the file ``started`` when it starts to misbehave.

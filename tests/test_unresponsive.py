@@ -3,7 +3,7 @@
 Every call into a crypto plugin has a limit: ``close()`` ``CLOSE_TIMEOUT`` (5 s),
 ``probe()``, ``supported()``, ``version()`` and ``details()`` ``QUERY_TIMEOUT``
 (10 s).  The runs here set both to 1 s in their conftest (the pytest under test
-reads them from ``pytest_qcrypto.limits`` at each call) and run in a
+reads them from ``pytest_qcrypto.measure.limits`` at each call) and run in a
 subprocess with a time limit of its own, so that this suite cannot hang.
 """
 
@@ -14,21 +14,21 @@ import time
 import pytest
 
 from conftest import FAST
-from pytest_qcrypto import limits as qtimeout
+from pytest_qcrypto.measure import limits as qtimeout
 from pytest_qcrypto.backends import CryptoPlugin
 from pytest_qcrypto.backends.hashlib import HashlibPlugin
-from pytest_qcrypto.registry import Registry
-from pytest_qcrypto.limits import CallTimeout
+from pytest_qcrypto.measure.registry import Registry
+from pytest_qcrypto.measure.limits import CallTimeout
 
 #: Test-double crypto plugins for sha256 that never return from one call each, in an
 #: endless pure-Python loop unless said otherwise, and two that crash in open().
 UNRESPONSIVE = '''
 import ctypes, hashlib, os, signal, time
-import pytest_qcrypto.limits
+import pytest_qcrypto.measure.limits
 from pytest_qcrypto.backends import Context, CryptoPlugin
 
-pytest_qcrypto.limits.CLOSE_TIMEOUT = 1.0   # 5 s, shortened for the test
-pytest_qcrypto.limits.QUERY_TIMEOUT = 1.0   # 10 s, shortened for the test
+pytest_qcrypto.measure.limits.CLOSE_TIMEOUT = 1.0   # 5 s, shortened for the test
+pytest_qcrypto.measure.limits.QUERY_TIMEOUT = 1.0   # 10 s, shortened for the test
 
 def forever():
     while True:
@@ -305,8 +305,8 @@ def test_a_measurement_deadline_around_a_bounded_call_still_wins():
 
 def test_an_interrupted_measurement_abandons_its_context(monkeypatch):
     """Ctrl-C mid-call: the context is never used again, and is closed within the limit."""
-    from pytest_qcrypto import bench
-    from pytest_qcrypto.registry import Selection
+    from pytest_qcrypto.measure import bench
+    from pytest_qcrypto.measure.registry import Selection
 
     closes = []
 

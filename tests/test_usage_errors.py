@@ -233,7 +233,7 @@ def test_sizes_and_whole_numbers_are_strict(pytester, args, message):
 
 
 def test_whole_numbers_keep_their_sign_and_spaces():
-    from pytest_qcrypto import settings
+    from pytest_qcrypto.algorithms import settings
 
     assert settings.parse_sizes([" 16 , 64", "16"]) == (16, 64)
     assert settings.parse_sizes([]) == settings.DEFAULT_SIZES  # not given: the default
@@ -249,9 +249,9 @@ def test_whole_numbers_keep_their_sign_and_spaces():
 
 def _supporting(kinds):
     """The built-in plugins that support an algorithm of ``kinds`` on this machine."""
-    from pytest_qcrypto import catalog
+    from pytest_qcrypto.algorithms import catalog
     from pytest_qcrypto.backends import builtin_plugins
-    from pytest_qcrypto.registry import Registry
+    from pytest_qcrypto.measure.registry import Registry
 
     registry = Registry(builtin_plugins())
     names = {a.name for a in catalog.ALGORITHMS if a.kind in kinds}
@@ -309,7 +309,8 @@ def test_all_in_both_options_asks_for_everything_like_openssl_speed(pytester):
 # -- the qcrypto command points to `qcrypto list` once -----------------------------------------
 
 def test_qcrypto_command_says_see_qcrypto_list_once(pytester, capsys):
-    from pytest_qcrypto import cli, settings
+    from pytest_qcrypto.commands import qcrypto as cli
+    from pytest_qcrypto.algorithms import settings
 
     valid = ", ".join(n for n in settings.catalog.names("digest"))
     assert cli.main(["speed", "-D", "sha265"]) == pytest.ExitCode.USAGE_ERROR
@@ -324,12 +325,12 @@ def test_qcrypto_command_says_see_qcrypto_list_once(pytester, capsys):
 
 
 def test_qcrypto_command_plugin_errors_say_see_qcrypto_list_once(pytester):
-    r = pytester.run(sys.executable, "-m", "pytest_qcrypto.cli", "speed", "-D", "sha256",
+    r = pytester.run(sys.executable, "-m", "pytest_qcrypto.commands.qcrypto", "speed", "-D", "sha256",
                      "-P", "nope")
     assert r.ret == pytest.ExitCode.USAGE_ERROR
     r.stderr.fnmatch_lines(["ERROR: unknown crypto plugin 'nope'; * Valid plugins: openssl, "
                             "* (see qcrypto list)"])
-    r = pytester.run(sys.executable, "-m", "pytest_qcrypto.cli", "speed", "-C", "all",
+    r = pytester.run(sys.executable, "-m", "pytest_qcrypto.commands.qcrypto", "speed", "-C", "all",
                      "-P", "hashlib")
     assert r.ret == pytest.ExitCode.USAGE_ERROR
     r.stderr.fnmatch_lines(["ERROR: --qcrypto-cipher all: nothing to measure: hashlib supports "

@@ -4,10 +4,10 @@ import importlib.util
 
 import pytest
 
-from pytest_qcrypto import catalog
-from pytest_qcrypto import known_answers as kat
+from pytest_qcrypto.algorithms import catalog
+from pytest_qcrypto.checks import known_answers as kat
 from pytest_qcrypto.backends import AuthenticationError, Context, builtin_plugins
-from pytest_qcrypto.registry import Registry
+from pytest_qcrypto.measure.registry import Registry
 
 REGISTRY = Registry(builtin_plugins())
 #: The kinds with a buffer size (the public-key kinds and KDFs: tests/test_pkey_checks.py).

@@ -21,7 +21,7 @@ def unpacked_wheel(tmp_path_factory):
     wheel = next(out.glob("pytest_qcrypto-*.whl"))
     target = out / "site"
     with zipfile.ZipFile(wheel) as z:
-        assert "pytest_qcrypto/vectors/vectors.json" in z.namelist()
+        assert "pytest_qcrypto/checks/vectors/vectors.json" in z.namelist()
         z.extractall(target)
     return target
 
@@ -36,7 +36,7 @@ def test_known_answers_and_main_job_run_from_the_wheel(unpacked_wheel, tmp_path)
     assert r.returncode == 0, r.stdout + r.stderr
     assert "Benchmark results for 'sha256' digest (KiB/s):" in r.stdout
     where = subprocess.run(
-        [sys.executable, "-c", "import pytest_qcrypto.known_answers as k; print(k.__file__); "
+        [sys.executable, "-c", "import pytest_qcrypto.checks.known_answers as k; print(k.__file__); "
          "print(sum(len(k.vectors(a)) for a in ('sha256', 'aes-128-gcm')))"],
         cwd=tmp_path, env=env, capture_output=True, text=True, timeout=60)
     path, count = where.stdout.split()

@@ -1,4 +1,4 @@
-"""MkDocs hook: the options reference page, generated from ``pytest_qcrypto.options.OPTIONS``.
+"""MkDocs hook: the options reference page, generated from ``pytest_qcrypto.pytest_side.options.OPTIONS``.
 
 ``mkdocs.yml`` names this file under ``hooks:``.  :func:`on_files` adds the
 page ``reference/options.md`` to the site at build time, rendered by
@@ -36,7 +36,7 @@ _INTRO = """\
 # Options reference
 
 Every `--qcrypto-*` option and `qcrypto_*` ini key, generated when the site is built from
-the option table the plugin declares them from (`pytest_qcrypto/options.py`, `OPTIONS`),
+the option table the plugin declares them from (`pytest_qcrypto/pytest_side/options.py`, `OPTIONS`),
 so this page and `pytest --help` (group "crypto speed benchmarks") always agree.
 
 - Write a value joined with `=`: `--qcrypto-compare=base.json`, not two words. pytest picks
@@ -92,20 +92,21 @@ def _spelling(option: Any) -> str:
 
 def public_options() -> list[Any]:
     """The entries of ``OPTIONS`` that ``pytest --help`` shows (hidden flags left out)."""
-    from pytest_qcrypto import options
+    from pytest_qcrypto.pytest_side import options
 
     return [o for o in options.OPTIONS if not o.hidden]
 
 
 def hidden_options() -> list[Any]:
-    from pytest_qcrypto import options
+    from pytest_qcrypto.pytest_side import options
 
     return [o for o in options.OPTIONS if o.hidden]
 
 
 def render_options_page() -> str:
     """The Markdown of the options reference page."""
-    from pytest_qcrypto import options, render
+    from pytest_qcrypto.pytest_side import options
+    from pytest_qcrypto.output import render
 
     lines = [_INTRO, "## Summary", "",
              "| option | ini key | default | value |", "|---|---|---|---|"]

@@ -60,7 +60,7 @@ import os
 import socket
 from typing import Any
 
-from pytest_qcrypto import catalog
+from pytest_qcrypto.algorithms import catalog
 from pytest_qcrypto.backends.afalg_contexts import CONTEXTS
 from pytest_qcrypto.backends.afalg_kernel import (  # noqa: F401  (CHUNK: users and tests)
     CHUNK,
@@ -82,7 +82,7 @@ from pytest_qcrypto.backends.afalg_kernel import (  # noqa: F401  (CHUNK: users 
 )
 from pytest_qcrypto.backends.afalg_kernel import netlink_flags as _netlink_flags
 from pytest_qcrypto.backends.base import Context, CryptoPlugin, Unavailable, Unsupported
-from pytest_qcrypto.catalog import Algorithm
+from pytest_qcrypto.algorithms.catalog import Algorithm
 
 #: Why the public-key kinds and KDFs are not afalg rows (:meth:`AfalgPlugin.open` raises it).
 NO_PKEY = ("the kernel's AF_ALG offers no public-key or password-hashing interface to user "

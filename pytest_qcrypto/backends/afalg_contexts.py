@@ -23,7 +23,7 @@ from pytest_qcrypto.backends.afalg_kernel import (
     errno_text,
 )
 from pytest_qcrypto.backends.base import AuthenticationError, Context, Runner, Unsupported, Workload
-from pytest_qcrypto.catalog import Algorithm, Kind
+from pytest_qcrypto.algorithms.catalog import Algorithm, Kind
 
 def _recv_exact(op: Any, out: memoryview) -> None:
     """Read exactly ``len(out)`` bytes of results from an operation socket."""

@@ -18,7 +18,7 @@ from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from pytest_qcrypto.catalog import Algorithm, Kind
+from pytest_qcrypto.algorithms.catalog import Algorithm, Kind
 
 #: Bytes per send of a chunked buffer: ALG_MAX_PAGES (16) pages of 4 KiB, as libkcapi does.
 CHUNK = 65536

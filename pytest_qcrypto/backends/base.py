@@ -14,8 +14,8 @@ from dataclasses import dataclass, replace
 from functools import partial
 from itertools import repeat
 
-from pytest_qcrypto import catalog
-from pytest_qcrypto.catalog import Algorithm
+from pytest_qcrypto.algorithms import catalog
+from pytest_qcrypto.algorithms.catalog import Algorithm
 
 #: Runs ``count`` operations back to back; the only code inside the timed window.
 Runner = Callable[[int], None]

@@ -27,7 +27,7 @@ import sys
 from ctypes import c_char, c_int, c_uint, c_uint16, c_uint32, c_void_p
 from dataclasses import dataclass, field
 
-from pytest_qcrypto import catalog
+from pytest_qcrypto.algorithms import catalog
 
 # -- ioctl request packing ----------------------------------------------------------------
 

@@ -76,7 +76,7 @@ from pytest_qcrypto.backends.devcrypto_sessions import (  # noqa: F401  (names t
     errno_text,
 )
 from pytest_qcrypto.backends.devcrypto_sessions import Buffer as _Buffer
-from pytest_qcrypto.catalog import Algorithm, Kind
+from pytest_qcrypto.algorithms.catalog import Algorithm, Kind
 
 #: Why the public-key kinds and KDFs are not devcrypto rows (:meth:`DevCryptoPlugin.open`
 #: raises it); see the project's kernel ABI notes.

@@ -19,7 +19,7 @@ from typing import Any, Protocol
 import pytest_qcrypto.backends.cryptodev_abi as abi_mod
 from pytest_qcrypto.backends.base import Unsupported
 from pytest_qcrypto.backends.cryptodev_abi import Abi, AlgorithmIds
-from pytest_qcrypto.catalog import Algorithm
+from pytest_qcrypto.algorithms.catalog import Algorithm
 
 DEVICE = "/dev/crypto"
 #: GCM tag lengths (bytes) cryptodev-linux handles; 5 and 9 crash the kernel.

@@ -39,7 +39,7 @@ from __future__ import annotations
 from itertools import cycle, islice, repeat
 from typing import Any
 
-from pytest_qcrypto import catalog
+from pytest_qcrypto.algorithms import catalog
 from pytest_qcrypto.backends.base import (
     AuthenticationError,
     Context,
@@ -49,7 +49,7 @@ from pytest_qcrypto.backends.base import (
     Unsupported,
     Workload,
 )
-from pytest_qcrypto.catalog import Algorithm, Kind
+from pytest_qcrypto.algorithms.catalog import Algorithm, Kind
 
 
 def _hash_algorithm(name: str) -> Any:

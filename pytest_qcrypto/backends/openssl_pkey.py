@@ -34,7 +34,7 @@ from functools import partial
 from itertools import repeat
 from typing import Any
 
-from pytest_qcrypto import catalog
+from pytest_qcrypto.algorithms import catalog
 from pytest_qcrypto.backends.base import (
     AuthenticationError,
     Context,
@@ -43,7 +43,7 @@ from pytest_qcrypto.backends.base import (
     Workload,
     call_loop,
 )
-from pytest_qcrypto.catalog import Algorithm, Kind
+from pytest_qcrypto.algorithms.catalog import Algorithm, Kind
 
 
 def _hash(name: str) -> Any:

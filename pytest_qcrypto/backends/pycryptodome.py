@@ -35,7 +35,7 @@ from functools import partial
 from itertools import cycle, islice, repeat
 from typing import Any
 
-from pytest_qcrypto import catalog
+from pytest_qcrypto.algorithms import catalog
 from pytest_qcrypto.backends.base import (
     AuthenticationError,
     Context,
@@ -45,7 +45,7 @@ from pytest_qcrypto.backends.base import (
     Unsupported,
     Workload,
 )
-from pytest_qcrypto.catalog import Algorithm, Kind
+from pytest_qcrypto.algorithms.catalog import Algorithm, Kind
 
 #: catalog name -> (Crypto.Hash module, hash class, keyword arguments besides the data)
 _DIGESTS: dict[str, tuple[str, str, dict[str, Any]]] = {

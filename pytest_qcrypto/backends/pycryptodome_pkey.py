@@ -38,7 +38,7 @@ import importlib
 from functools import partial
 from typing import Any
 
-from pytest_qcrypto import catalog
+from pytest_qcrypto.algorithms import catalog
 from pytest_qcrypto.backends.base import (
     AuthenticationError,
     Context,
@@ -47,7 +47,7 @@ from pytest_qcrypto.backends.base import (
     Workload,
     call_loop,
 )
-from pytest_qcrypto.catalog import Algorithm, Kind
+from pytest_qcrypto.algorithms.catalog import Algorithm, Kind
 
 #: catalog curve -> PyCryptodome's curve name
 _CURVES = {"secp256r1": "P-256", "secp384r1": "P-384", "ed25519": "Ed25519", "ed448": "Ed448",

@@ -4,7 +4,7 @@
 file there with pytest; its name keeps it out of the host's collection.  It
 checks, for every algorithm the plugin maps that the guest kernel has:
 
-* the known-answer vectors (``pytest_qcrypto.known_answers``), including the rejection
+* the known-answer vectors (``pytest_qcrypto.checks.known_answers``), including the rejection
   of a tampered AEAD tag;
 * byte-identical output with the ``openssl`` plugin at 16, 4096, 65536 and
   81920 bytes (and above the socket buffer, where the kernel allows);
@@ -24,14 +24,13 @@ import subprocess
 
 import pytest
 
-from pytest_qcrypto import catalog
-from pytest_qcrypto import known_answers as kat
-from pytest_qcrypto.backends import AuthenticationError, Unsupported, Workload
-from pytest_qcrypto.backends import afalg_contexts
+from pytest_qcrypto.algorithms import catalog
+from pytest_qcrypto.checks import known_answers as kat
+from pytest_qcrypto.backends import AuthenticationError, Unsupported, Workload, afalg_contexts
 from pytest_qcrypto.backends.afalg import CHUNK, AfalgPlugin, kernel_name, soft_driver
 from pytest_qcrypto.backends.openssl import OpenSSLPlugin
-from pytest_qcrypto.bench import BenchContext, Randomness
-from pytest_qcrypto.registry import Selection
+from pytest_qcrypto.measure.bench import BenchContext, Randomness
+from pytest_qcrypto.measure.registry import Selection
 
 AFALG = AfalgPlugin()
 OPENSSL = OpenSSLPlugin()

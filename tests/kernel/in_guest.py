@@ -29,7 +29,7 @@ RUNS = {
              "--qcrypto-rounds", "1"],
     # the console script's code, run as a module (the same main()); the plugin is named
     # through PYTEST_ADDOPTS since autoloading is off (see ENV)
-    "cryptotest": [sys.executable, "-m", "pytest_qcrypto.cryptotest", "-v", "-P", "afalg", "-z",
+    "cryptotest": [sys.executable, "-m", "pytest_qcrypto.commands.cryptotest", "-v", "-P", "afalg", "-z",
                    "4"],
 }
 #: Extra environment of a run.

@@ -1,0 +1,314 @@
+"""What the regression gate says after the run: the change grid under each table, as data,
+the summary lines (regressions, floors, suspicious speed-ups, differences, missing and new
+cells) and the same as tables for a markdown summary (:func:`summary_tables`).
+
+Plain Python: it reads the verdicts of :mod:`pytest_qcrypto.gate.verdicts`; it never measures and
+never imports pytest.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from typing import Any
+
+from pytest_qcrypto.algorithms.catalog import plural
+from pytest_qcrypto.output.tables import Changes, GateTables, SummaryTable
+from pytest_qcrypto.gate.verdicts import (BUSY, MARK_NOTES, MARKS, NEW, NOISE, NOT_JUDGED, OK, RECOVERED,
+                                 REGRESSION, BaselineIndex, CellKey, GateRules, Verdict,
+                                 pct, describe, kib)
+
+
+def change_grid(baseline_path: object, algorithm: str, direction: str,
+                plugins: Sequence[str], sizes: Sequence[Any],
+                verdicts: Mapping[CellKey, Verdict],
+                gone: Mapping[CellKey, str]) -> Changes | None:
+    """The change grid of the table of (``algorithm``, ``direction``) with rows ``plugins``
+    (as typed) and columns ``sizes``, as data that :func:`pytest_qcrypto.output.tables.change_lines`
+    draws: per cell ``-12.4%`` (with a mark of :data:`~pytest_qcrypto.gate.verdicts.MARKS` when the
+    verdict has one), ``new`` (no baseline cell), ``missing`` (a baseline cell skipped now) or
+    ``-``, and the meaning of each mark used.  None when no cell has a verdict or is missing."""
+    texts: dict[tuple[str, int], str] = {}
+    used: set[str] = set()
+    for p in plugins:
+        for s in sizes:
+            # a size-less table (direction empty) has a column per operation, cells of size 0
+            cell = (algorithm, p, s, direction) if direction else (algorithm, p, 0, s)
+            v = verdicts.get(cell)
+            if v is not None and v.change is not None:
+                mark = MARKS.get(v.status, "")
+                if mark:
+                    used.add(v.status)
+                texts[(p, s)] = f"{pct(v.change)}{mark}"
+            elif v is not None:
+                texts[(p, s)] = "new"
+            elif cell in gone:
+                texts[(p, s)] = "missing"
+            else:
+                texts[(p, s)] = "-"
+    if all(t == "-" for t in texts.values()):
+        return None
+    if BUSY in used:
+        used.add(NOISE)
+    notes = tuple(f"{MARKS[s]} {MARK_NOTES[s]}" for s in (REGRESSION, NOISE, NOT_JUDGED)
+                  if s in used)
+    return Changes(f"Change against baseline {baseline_path} (negative = slower):",
+                      tuple(plugins), tuple(sizes), texts, notes)
+
+
+def _lines_per_group(keys: Iterable[CellKey], what: str) -> list[str]:
+    """``  sha256 openssl digest, sizes 16, 64: WHAT`` per (algorithm, plugin, direction)."""
+    groups: dict[tuple[str, str, str], list[int]] = {}
+    for alg, plugin, size, direction in keys:
+        groups.setdefault((alg, plugin, direction), []).append(size)
+    return [f"  {alg} {plugin} {direction}" + (
+            f", size{'s' if len(sizes) > 1 else ''} "
+            f"{', '.join(str(s) for s in sorted(set(sizes)))}" if any(sizes) else ""
+            ) + f": {what}"  # a size-less cell (size 0) is named by its operation alone
+            for (alg, plugin, direction), sizes in groups.items()]
+
+
+def _failure_lines(verdicts: Sequence[Verdict]) -> list[str]:
+    """Confirmed regressions, then cells below their floor."""
+    lines: list[str] = []
+    failed = [v for v in verdicts if v.failed]
+    regressions = [v for v in failed if v.status == REGRESSION]
+    if regressions:
+        lines.append(f"regressions ({len(regressions)}):")
+        lines += [f"  {v.failures[0]}" for v in regressions]
+    floors = [f for v in failed for f in v.failures if f.startswith("below floor")]
+    if floors:
+        lines.append(f"below floor ({len(floors)}):")
+        lines += [f"  {f}" for f in floors]
+    return lines
+
+
+def _unused_lines(rules: GateRules, verdicts: Sequence[Verdict]) -> list[str]:
+    """Without a baseline: the comparison options given that had no effect."""
+    unused = [o for o in rules.compare_only if o != "--qcrypto-confirm"
+              or not any(v.floor is not None for v in verdicts)]
+    if not unused:
+        return []
+    return [f"qcrypto: {', '.join(unused)} had no effect: "
+            f"{'it applies' if len(unused) == 1 else 'they apply'} only with "
+            "--qcrypto-compare" + (" (or a floor)" if "--qcrypto-confirm" in unused else "")]
+
+
+def _difference_lines(verdicts: Mapping[CellKey, Verdict], machine_differences: Sequence[str],
+                      library_difference: Callable[[str, str], str]) -> list[str]:
+    """How the machine, the libraries and the drivers differ from the baseline's."""
+    lines = [f"machine differs from the baseline: {d}" for d in machine_differences]
+    libs = {library_difference(p, v.measurement.canonical_plugin or p)
+            for (_, p, _, _), v in verdicts.items() if v.baseline is not None}
+    lines += [f"library differs from the baseline: {d}" for d in sorted(libs) if d]
+    for v in verdicts.values():
+        then, now = (v.baseline.driver if v.baseline else None), v.measurement.driver
+        if v.baseline is not None and then != now:
+            lines.append(f"driver changed: {describe(v.measurement)}: {then or 'unknown'} "
+                         f"(baseline) vs {now or 'unknown'} (now)")
+    return lines
+
+
+def _status_lines(verdicts: Sequence[Verdict]) -> list[str]:
+    """The verdicts that passed for a reason worth telling: not judged, noise, busy, retried."""
+    reasons: dict[str, int] = {}
+    for v in verdicts:
+        if v.status == NOT_JUDGED:
+            reasons[v.not_judged] = reasons.get(v.not_judged, 0) + 1
+    lines = [f"not judged: {why}: {n} measurement{'s pass' if n > 1 else ' passes'} "
+             "unjudged" for why, n in reasons.items()]
+    lines += [f"within noise (not failed): {describe(v.measurement)}: change "
+              f"{pct(v.change)} but {v.noise_text}"
+              for v in verdicts if v.status == NOISE]
+    lines += [f"machine busy (not failed): {describe(v.measurement)}: change "
+              f"{pct(v.clock_change)} by the clock, {pct(v.change)} "
+              f"without the time spent waiting for a CPU; {v.tries_text}"
+              for v in verdicts if v.status == BUSY]
+    lines += [f"passed on a retry: {describe(v.measurement)}: {v.tries_text}"
+              for v in verdicts if v.status == RECOVERED]
+    return lines
+
+
+def _cell_lines(rules: GateRules, baseline: BaselineIndex, verdicts: Mapping[CellKey, Verdict],
+                gone: Mapping[CellKey, str]) -> list[str]:
+    """Baseline cells skipped now, cells without a baseline entry, baseline cells not run."""
+    lines: list[str] = []
+    if gone:
+        what = ("in the baseline, skipped now (allowed by --qcrypto-allow-missing)"
+                if rules.allow_missing else "in the baseline, skipped now: failed")
+        lines.append("missing cells:")
+        lines += [f"  {a} {p} {d}{f', size {s}' if s else ''}: {what}: {r}"
+                  for (a, p, s, d), r in gone.items()]
+    new = [k for k, v in verdicts.items() if v.status == NEW]
+    if new:
+        lines.append("no baseline entry (not judged):")
+        lines += _lines_per_group(new, "new")
+    not_run = baseline.not_run()
+    if not_run:
+        lines.append("in the baseline but not measured in this run:")
+        lines += _lines_per_group(dict.fromkeys(not_run), "not run")
+    return lines
+
+
+def summary_lines(rules: GateRules, baseline: BaselineIndex | None,
+                  verdicts: Mapping[CellKey, Verdict], gone: Mapping[CellKey, str],
+                  saved: str, machine_differences: Sequence[str] = (),
+                  library_difference: Callable[[str, str], str] = lambda typed, canon: ""
+                  ) -> list[str]:
+    """After the tables: regressions, floors, differences, missing and new cells, the file.
+
+    ``verdicts`` per cell (plugin as typed), ``gone`` the baseline cells skipped
+    now with the skip reason, ``saved`` the line about the results file (empty:
+    none); ``library_difference(typed, canonical)`` says how a plugin's library
+    differs from the baseline's (empty: it does not).
+    """
+    lines: list[str] = []
+    every = list(verdicts.values())
+    if baseline is not None:
+        lines.append(f"Regression gate: {gate_heading(rules, baseline)}")
+    lines += _failure_lines(every)
+    if baseline is None:
+        return lines + _unused_lines(rules, every) + ([saved] if saved else [])
+    lines += _speedup_lines(rules, every)
+    lines += _difference_lines(verdicts, machine_differences, library_difference)
+    lines += _status_lines(every)
+    lines += _cell_lines(rules, baseline, verdicts, gone)
+    return lines + ([saved] if saved else [])
+
+
+def gate_heading(rules: GateRules, baseline: BaselineIndex) -> str:
+    """``baseline base.json (3 results, created ...), threshold 10% unless an ini line says
+    otherwise, 2 confirmation tries`` (``baselines a.json (...), b.json (...)`` for several
+    joined files): what the run was judged against."""
+    files = getattr(baseline, "files", None) or [baseline.file]  # several: joined
+    named = ", ".join(f"{b.path} ({plural(len(b.results), 'result')}"
+                      f"{', created ' + b.created if b.created else ''})" for b in files)
+    return (f"baseline{'s' if len(files) > 1 else ''} {named}, threshold "
+            f"{rules.default_threshold.value:g}% unless an ini line says otherwise, "
+            f"{plural(rules.confirm, 'confirmation try', 'confirmation tries')}")
+
+
+# -- suspicious speed-ups -------------------------------------------------------------------------
+
+#: What a speed-up beyond the bound usually means.
+SPEEDUP_WHY = "the baseline or the measurement is likely broken"
+
+
+def speedup(v: Verdict, rules: GateRules) -> float | None:
+    """How many times the baseline's figure ``v`` is (both without their waits for a CPU, as
+    the change), when that is beyond ``rules.max_speedup``; None when it is not, or when
+    ``v`` was not judged against a baseline."""
+    if v.baseline is None or v.status == NOT_JUDGED or v.not_judged or v.base_figure <= 0:
+        return None
+    ratio = v.figure / v.base_figure
+    return ratio if ratio > rules.max_speedup.value else None
+
+
+def speedup_text(v: Verdict, ratio: float) -> str:
+    """``sha256 fake 16 B digest: 10.00x the baseline (7812.50 KiB/s now, baseline 781.25
+    KiB/s, change +900.0%)``: figures by the clock, the change as judged."""
+    u = v.measurement.unit
+    assert v.baseline is not None
+    return (f"{describe(v.measurement)}: {ratio:.2f}x the baseline "
+            f"({kib(v.measurement.rate, u)} {u} now, baseline "
+            f"{kib(v.baseline.rate, u)} {u}, change {pct(v.change)})")
+
+
+def speedup_failure(v: Verdict, rules: GateRules) -> str | None:
+    """The message that fails ``v`` under ``rules.strict`` (``--qcrypto-strict``) when its
+    speed-up is suspicious (:func:`speedup`); None when it is not or not strict."""
+    ratio = speedup(v, rules)
+    if ratio is None or not rules.strict:
+        return None
+    bound = rules.max_speedup
+    return (f"suspicious speed-up: {speedup_text(v, ratio)}, beyond {bound.value:g}x "
+            f"({bound.source}): {SPEEDUP_WHY} (failed by {rules.strict})")
+
+
+def _speedup_title(rules: GateRules, n: int) -> str:
+    bound = rules.max_speedup
+    fate = (f"failed ({rules.strict})" if rules.strict
+            else "not failed (--qcrypto-strict would fail them)")
+    return (f"suspicious speed-ups ({n}), beyond {bound.value:g}x the baseline "
+            f"({bound.source}): {SPEEDUP_WHY}; {fate}")
+
+
+def _speedup_lines(rules: GateRules, verdicts: Sequence[Verdict]) -> list[str]:
+    """The cells faster than ``rules.max_speedup`` times their baseline, one line each."""
+    fast = [(v, r) for v in verdicts if (r := speedup(v, rules)) is not None]
+    if not fast:
+        return []
+    return [f"{_speedup_title(rules, len(fast))}:"] + [f"  {speedup_text(v, r)}" for v, r in fast]
+
+
+# -- the same as tables (a markdown summary) ------------------------------------------------------
+
+#: The order of the verdict counts, worst first.
+VERDICT_ORDER = ("regression", "below floor", "suspicious speed-up", "missing", NOISE, BUSY,
+                 RECOVERED, OK, NOT_JUDGED, NEW, "in the baseline, not run")
+
+
+def verdict_word(v: Verdict, rules: GateRules) -> str:
+    """One word per measurement for the counts: ``regression``, ``below floor``,
+    ``suspicious speed-up``, else its status (``ok``, ``within noise``, ...)."""
+    if v.status == REGRESSION:
+        return "regression"
+    if any(f.startswith("below floor") for f in v.failures):
+        return "below floor"
+    if speedup(v, rules) is not None:
+        return "suspicious speed-up"
+    return v.status
+
+
+def summary_tables(rules: GateRules, baseline: BaselineIndex | None,
+                   verdicts: Mapping[CellKey, Verdict],
+                   gone: Mapping[CellKey, str]) -> GateTables | None:
+    """The gate's outcome as tables for a markdown summary (None when not comparing): the
+    regressions, the cells below their floor, the suspicious speed-ups (those with rows),
+    then how many cells got each verdict (:data:`VERDICT_ORDER`; the baseline's cells
+    skipped now are ``missing``, those not attempted ``in the baseline, not run``).  Figures
+    in KiB/s by the clock, as the tables show them; changes as judged, as the change grid."""
+    if baseline is None:
+        return None
+    every = list(verdicts.values())
+    tables: list[SummaryTable] = []
+    regressions = [v for v in every if v.status == REGRESSION and v.failed]
+    if regressions:
+        tables.append(SummaryTable(
+            f"Regressions ({len(regressions)})",
+            ("cell", "now KiB/s", "baseline KiB/s", "change", "threshold", "tries"),
+            tuple((describe(v.measurement), _fig(v.measurement, v.measurement.rate),
+                   _fig(v.measurement, v.baseline.rate) if v.baseline else "",
+                   pct(v.change), f"{v.threshold.value:g}%" if v.threshold else "",
+                   str(len(v.tries))) for v in regressions), (1, 2, 3, 4, 5)))
+    floors = [v for v in every if v.floor is not None
+              and any(f.startswith("below floor") for f in v.failures)]
+    if floors:
+        tables.append(SummaryTable(
+            f"Below floor ({len(floors)})", ("cell", "now KiB/s", "floor KiB/s", "tries"),
+            tuple((describe(v.measurement), _fig(v.measurement, v.measurement.rate),
+                   f"{v.floor.value:.2f}" if v.floor else "", str(len(v.tries)))
+                  for v in floors), (1, 2, 3)))
+    fast = [(v, r) for v in every if (r := speedup(v, rules)) is not None]
+    if fast:
+        title = _speedup_title(rules, len(fast))
+        tables.append(SummaryTable(
+            title[0].upper() + title[1:],
+            ("cell", "now KiB/s", "baseline KiB/s", "change", "speed-up"),
+            tuple((describe(v.measurement), _fig(v.measurement, v.measurement.rate),
+                   _fig(v.measurement, v.baseline.rate) if v.baseline else "", pct(v.change),
+                   f"{r:.2f}x") for v, r in fast), (1, 2, 3, 4)))
+    counts = {w: 0 for w in VERDICT_ORDER}
+    for v in every:
+        word = verdict_word(v, rules)
+        counts[word] = counts.get(word, 0) + 1
+    counts["missing"] += len(gone)
+    counts["in the baseline, not run"] += len(baseline.not_run())
+    tables.append(SummaryTable("Verdicts", ("verdict", "cells"),
+                               tuple((w, str(n)) for w, n in counts.items() if n), (1,)))
+    return GateTables(gate_heading(rules, baseline), tuple(tables))
+
+
+def _fig(m: Any, rate: float) -> str:
+    """A figure for the gate's tables: ``123.45`` (KiB/s, the columns' unit), or
+    ``5000.00 ops/s`` for a size-less cell."""
+    return kib(rate, m.unit) + ("" if m.sized else f" {m.unit}")

@@ -1,0 +1,370 @@
+"""The timing harness: qcrypto's doubling-count loop, usable without pytest.
+
+Calibration: start with ``count = 1``; run ``count`` operations; while that
+run took less than ``min_time`` seconds, double ``count`` and run again.  Once
+a run takes at least 1/16 of ``min_time``, the count skips ahead to the power
+of two that run predicts will reach ``min_time`` (the doublings in between
+would only confirm it), so the count is still the first power of two that
+reaches ``min_time`` and calibration costs little beyond the rounds.  The last
+calibration run is the first round; the remaining rounds run with the same
+count.  Each round records wall seconds (``time.perf_counter_ns``) and process
+CPU seconds (``time.process_time_ns``); the garbage collector is off inside
+the timed loops.  The figure reported is the median round; every round is kept.
+
+A stall during the last calibration run (the machine busy elsewhere, a page
+fault storm) makes it reach ``min_time`` at a count far too small, and the
+rounds that follow come out short.  When a round takes under
+:data:`SHORT_ROUND` of ``min_time``, the count is chosen again from that
+round's rate (the power of two it predicts will reach ``min_time``) and every
+round is timed again, at most :data:`MAX_RECALIBRATIONS` times; rounds still
+that short are kept, with a note (:attr:`Timing.note`) that makes the figure
+noisy (:func:`pytest_qcrypto.measure.machine.noise`).
+
+A clock that does not advance (a frozen or mocked ``perf_counter_ns``) would
+make the doubling run forever.  :func:`time_runner` times every calibration
+run with an independent guard clock (``time.monotonic``) too, and raises
+:class:`TimerError` as soon as one run took a quarter of a second by the guard
+but under a tenth of that by the timer: well within a second of wall time
+unless a single operation is slower than that.  As a second line, it also
+stops once the guard has seen ``min_time * 10 + 1`` seconds of calibration.
+
+A fixed count (``--qcrypto-count N``, FreeBSD cryptotest's ``count``):
+:func:`time_count` runs exactly N iterations in every round, without
+calibrating; rounds and the median apply as above.  A round shorter than
+:data:`MIN_FIXED_ROUND_S` is timed, kept and noted (:attr:`Timing.note`: the
+figure is noisy), never silently trusted.
+"""
+
+from __future__ import annotations
+
+import gc
+import math
+import statistics
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+
+from pytest_qcrypto.algorithms import catalog, settings
+from pytest_qcrypto.backends.base import Runner
+
+#: 1 KiB, the unit of qcrypto's table (KiB/s); kB/s would be 1000.
+KIB = 1024
+#: Never double past this count: 2**40 operations cannot finish in a human lifetime
+#: (also the most ``--qcrypto-count`` takes).
+MAX_COUNT = settings.MAX_COUNT
+#: Calibration skips ahead once a run takes at least this fraction of ``min_time``.
+SKIP_AHEAD = 1 / 16
+#: A timed round shorter than this fraction of ``min_time`` means a stall chose the count.
+SHORT_ROUND = 0.5
+#: How many times the count is chosen again from a short round before short rounds are kept.
+MAX_RECALIBRATIONS = 2
+#: A calibration run this long by the guard clock (seconds), that the timer
+#: saw as under a tenth of it, proves the timer broken.
+GUARD_RUN_S = 0.25
+#: A round of a fixed count shorter than this (seconds) is under what the clock and the
+#: loop around it can honestly time: timer resolution, the calls that read the clocks and
+#: the GC switch cost microseconds, a fraction of a percent only of a millisecond.
+MIN_FIXED_ROUND_S = 1e-3
+
+
+class TimerError(RuntimeError):
+    """The timer did not advance while operations ran (frozen or mocked clock)."""
+
+
+@dataclass(frozen=True)
+class WorkerRecord:
+    """One ``--qcrypto-jobs`` process's part of a multi-job :class:`Measurement`.
+
+    ``count`` operations in every round; per round, its own wall seconds (its
+    start to its end), CPU seconds and KiB/s (1 KiB = 1024 bytes).
+    """
+
+    count: int
+    rounds_s: tuple[float, ...]
+    cpu_s: tuple[float, ...]
+    kib_per_s: tuple[float, ...]
+
+
+@dataclass(frozen=True)
+class Measurement:
+    """The result of timing one (algorithm, plugin, size, direction).
+
+    ``count`` iterations over buffers of ``size`` bytes ran in every round
+    (each is :attr:`operations` / ``count`` operations: 2 for a ``roundtrip``,
+    an encryption and a decryption, else 1); ``rounds_s`` and ``cpu_s`` are the
+    wall and CPU seconds of each round.
+    ``plugin`` is the name as the user typed it, ``canonical_plugin`` the
+    plugin it resolved to; ``driver`` names the implementation when the plugin
+    can tell (kernel plugins).
+
+    ``jobs`` is the number of processes that ran each round at once
+    (``--qcrypto-jobs``; ``count`` is then the operations of all of them and
+    each round the common window), ``workers`` what each of them did (empty
+    for one job).  ``calibration_note`` says why rounds too short to trust
+    were kept (:attr:`Timing.note`; empty: they were not).  ``figure_only``
+    marks a measurement rebuilt from a saved figure without counts (schema 1
+    results): its count and rounds are not real.  ``iv`` is the hex text of the
+    cipher's IV, or of the first AEAD nonce (empty for digests and MACs; never
+    the key).  These five, and ``threads`` and ``one_thread_bps``
+    (:mod:`pytest_qcrypto.measure.threads`), take no part in comparing measurements.
+    """
+
+    algorithm: str
+    plugin: str
+    size: int
+    direction: str
+    count: int
+    rounds_s: tuple[float, ...]
+    cpu_s: tuple[float, ...] = ()
+    canonical_plugin: str = ""
+    operation: str = ""
+    driver: str | None = None
+    hardware: bool | None = None
+    jobs: int = field(default=1, compare=False)
+    workers: tuple[WorkerRecord, ...] = field(default=(), compare=False)
+    calibration_note: str = field(default="", compare=False)
+    figure_only: bool = field(default=False, compare=False)
+    iv: str = field(default="", compare=False)
+    #: threads that ran each round at once (``--qcrypto-threads``; then ``workers`` holds
+    #: each thread's part) and the bytes per second of the same cell in one thread
+    threads: int = field(default=1, compare=False)
+    one_thread_bps: float | None = field(default=None, compare=False)
+    #: of the threads' time, the share they waited for a CPU held by other work (None: unknown)
+    threads_cpu_wait: float | None = field(default=None, compare=False)
+
+    @property
+    def operations(self) -> int:
+        """Operations in each round: ``count`` iterations x the operations of one iteration
+        of :attr:`direction` (:data:`pytest_qcrypto.algorithms.catalog.OPERATIONS_PER_ITERATION`: 2 for
+        a round trip, as FreeBSD cryptotest counts its crypts; else 1)."""
+        return self.count * catalog.OPERATIONS_PER_ITERATION.get(self.direction, 1)
+
+    @property
+    def median_s(self) -> float:
+        """Wall seconds of the median round."""
+        return statistics.median(self.rounds_s)
+
+    @property
+    def median_cpu_s(self) -> float:
+        """CPU seconds of the median round (by wall time); 0.0 when not recorded."""
+        if not self.cpu_s:
+            return 0.0
+        order = sorted(range(len(self.rounds_s)), key=self.rounds_s.__getitem__)
+        return self.cpu_s[order[(len(order) - 1) // 2]]
+
+    @property
+    def bytes_per_second(self) -> float:
+        """Throughput of the median round, bytes per second: :attr:`operations` x ``size``
+        over the median round (both directions of a round trip count)."""
+        return self.operations * self.size / self.median_s
+
+    @property
+    def kib_per_s(self) -> float:
+        """Throughput of the median round in KiB/s (1 KiB = 1024 bytes): the table's cell."""
+        return self.bytes_per_second / KIB
+
+    @property
+    def ops_per_s(self) -> float:
+        """Operations per second of the median round (:attr:`operations` over it): the figure
+        of the kinds without a buffer size (signatures, KEMs, KDFs...)."""
+        return self.operations / self.median_s
+
+    @property
+    def rate(self) -> float:
+        """The median round's work per second in the cell's own unit of work: bytes (a sized
+        cell, :attr:`bytes_per_second`) or operations (size 0, :attr:`ops_per_s`).  What the
+        regression gate compares (a ratio of two rates is the same in KiB/s)."""
+        return self.operations * (self.size or 1) / self.median_s
+
+    @property
+    def sized(self) -> bool:
+        """Whether this is a cell with a buffer size: ``size`` 0 marks the cells of the kinds
+        without one (``KindRules.sized`` False), whose figure is in ops/s."""
+        return self.size > 0
+
+    @property
+    def unit(self) -> str:
+        """The unit of :attr:`figure`: ``KiB/s`` for a sized cell, ``ops/s`` for a size-less one
+        (the catalog's ``KindRules.unit``)."""
+        return "KiB/s" if self.sized else "ops/s"
+
+    @property
+    def figure(self) -> float:
+        """The cell's figure in :attr:`unit`: :attr:`kib_per_s` or :attr:`ops_per_s`.  What the
+        gate, floors, tables and plots compare."""
+        return self.kib_per_s if self.sized else self.ops_per_s
+
+    @property
+    def spread(self) -> float:
+        """Slowest round / fastest round (1.0 = no spread)."""
+        return max(self.rounds_s) / min(self.rounds_s)
+
+
+@dataclass(frozen=True)
+class Timing:
+    """What :func:`time_runner` found: the count and every round's wall and CPU seconds.
+
+    ``recalibrations`` is how many times the count was chosen again after a
+    short round; ``note`` says why the rounds are still too short to trust
+    (empty: they are not).
+    """
+
+    count: int
+    rounds_s: tuple[float, ...]
+    cpu_s: tuple[float, ...]
+    recalibrations: int = 0
+    note: str = ""
+
+
+def timed(run: Runner, count: int, clock: Callable[[], int],
+          cpu_clock: Callable[[], int]) -> tuple[int, int, int]:
+    """Run ``count`` operations with the GC off: (start ns, end ns) by ``clock``, CPU ns.
+
+    The start and end are kept (not only their difference) so that the
+    timings of several processes can be laid on one time line (:mod:`pytest_qcrypto.measure.jobs`).
+    """
+    gc_was_on = gc.isenabled()
+    gc.disable()
+    try:
+        c0 = cpu_clock()
+        t0 = clock()
+        run(count)
+        t1 = clock()
+        c1 = cpu_clock()
+    finally:
+        if gc_was_on:
+            gc.enable()
+    return t0, t1, c1 - c0
+
+
+def _next_count(count: int, wall_ns: int, min_ns: float) -> int:
+    """Double ``count``, or skip ahead to the power of two this run predicts reaches ``min_ns``."""
+    if wall_ns < min_ns * SKIP_AHEAD:
+        return count * 2
+    return predicted_count(count, wall_ns, min_ns)
+
+
+def predicted_count(count: int, wall_ns: float, min_ns: float) -> int:
+    """The power of two times ``count`` that a run of ``count`` operations in ``wall_ns``
+    predicts will take at least ``min_ns`` (at least twice ``count``, at most :data:`MAX_COUNT`)."""
+    return min(count << max(1, math.ceil(math.log2(min_ns / wall_ns))), MAX_COUNT)
+
+
+def short_rounds_note(walls_ns: Sequence[float], min_time: float, recalibrations: int) -> str:
+    """``rounds of 2.35 ms, under half of min-time 0.1 s, after 2 recalibrations (a stall
+    during calibration)``: why rounds under :data:`SHORT_ROUND` of ``min_time`` are kept."""
+    short = sorted(w for w in walls_ns if w < min_time * 1e9 * SHORT_ROUND)
+    low, high = f"{short[0] / 1e6:.3g}", f"{short[-1] / 1e6:.3g}"
+    what = (f"a round of {low} ms" if len(short) == 1 else
+            f"rounds of {low} ms" if low == high else f"rounds of {low} to {high} ms")
+    return (f"{what}, under half of min-time {min_time:g} s, after {recalibrations} "
+            f"recalibration{'' if recalibrations == 1 else 's'} (a stall during calibration)")
+
+
+def time_runner(run: Runner, *, min_time: float = 0.1, rounds: int = 3,
+                clock: Callable[[], int] | None = None,
+                cpu_clock: Callable[[], int] | None = None,
+                guard: Callable[[], float] | None = None,
+                guard_limit: float | None = None) -> Timing:
+    """Calibrate with the doubling-count loop, then time ``rounds`` rounds (again, from a
+    round under :data:`SHORT_ROUND` of ``min_time``, up to :data:`MAX_RECALIBRATIONS` times).
+
+    ``run(count)`` performs ``count`` operations.  ``min_time`` is in seconds,
+    ``rounds`` >= 1.  ``clock`` and ``cpu_clock`` return nanoseconds (default
+    ``time.perf_counter_ns`` and ``time.process_time_ns``, looked up at call
+    time); ``guard`` returns seconds (default ``time.monotonic``).  Raises
+    :class:`TimerError` if the clock stays still while the guard clock passes
+    ``guard_limit`` seconds (default ``min_time * 10 + 1``), and ``ValueError``
+    for a ``min_time`` or ``rounds`` outside the limits of the options (more than 0 and
+    at most :data:`~pytest_qcrypto.algorithms.settings.MAX_MIN_TIME` seconds, 1 to
+    :data:`~pytest_qcrypto.algorithms.settings.MAX_ROUNDS` rounds).
+    """
+    problem = settings.min_time_problem(min_time) or settings.rounds_problem(rounds)
+    if problem:
+        raise ValueError(problem)
+    clock = clock or time.perf_counter_ns
+    cpu_clock = cpu_clock or time.process_time_ns
+    guard = guard or time.monotonic
+    limit = guard_limit if guard_limit is not None else min_time * 10 + 1.0
+    min_ns = min_time * 1e9
+    started = guard()
+    count, timed_total = 1, 0
+    while True:
+        g0 = guard()
+        t0, t1, cpu = timed(run, count, clock, cpu_clock)
+        ran = guard() - g0
+        wall = t1 - t0
+        timed_total += wall
+        if wall >= min_ns:
+            break
+        waited = guard() - started
+        if (ran >= GUARD_RUN_S and wall < ran * 1e9 / 10) or \
+                (waited > limit and timed_total < waited * 1e9 / 10):
+            raise TimerError(
+                f"the timer did not advance: {count} operations took {wall / 1e9:.3g} s "
+                f"by the timer but {ran:.3g} s by time.monotonic (is perf_counter_ns mocked?)")
+        if count >= MAX_COUNT:
+            raise TimerError(f"{count} operations still took under {min_time} s by the timer")
+        count = _next_count(count, wall, min_ns)
+    walls, cpus = _rounds(run, count, rounds - 1, clock, cpu_clock, [wall], [cpu])
+    recalibrations = 0
+    while min(walls) < min_ns * SHORT_ROUND and recalibrations < MAX_RECALIBRATIONS \
+            and count < MAX_COUNT:  # a stall chose the count: choose it from a short round
+        count = predicted_count(count, min(walls), min_ns)
+        recalibrations += 1
+        walls, cpus = _rounds(run, count, rounds, clock, cpu_clock)
+    note = short_rounds_note(walls, min_time, recalibrations) \
+        if min(walls) < min_ns * SHORT_ROUND else ""
+    return Timing(count, tuple(w / 1e9 for w in walls), tuple(c / 1e9 for c in cpus),
+                  recalibrations, note)
+
+
+def time_count(run: Runner, count: int, *, rounds: int = 3,
+               clock: Callable[[], int] | None = None,
+               cpu_clock: Callable[[], int] | None = None) -> Timing:
+    """Time ``rounds`` rounds of exactly ``count`` iterations each (``run(count)`` per
+    round), without calibrating: ``--qcrypto-count``.
+
+    Clocks as in :func:`time_runner`.  A round under :data:`MIN_FIXED_ROUND_S` seconds
+    gets a note (:func:`fixed_count_note`).  Raises ``ValueError`` for a ``count`` outside
+    1 to :data:`MAX_COUNT` or ``rounds`` outside 1 to
+    :data:`~pytest_qcrypto.algorithms.settings.MAX_ROUNDS`, and :class:`TimerError` when a round is not
+    positive (a frozen clock).
+    """
+    problem = settings.count_problem(count) or settings.rounds_problem(rounds)
+    if problem:
+        raise ValueError(problem)
+    walls, cpus = _rounds(run, count, rounds, clock or time.perf_counter_ns,
+                          cpu_clock or time.process_time_ns)
+    return Timing(count, tuple(w / 1e9 for w in walls), tuple(c / 1e9 for c in cpus),
+                  note=fixed_count_note(walls))
+
+
+def fixed_count_note(walls_ns: Sequence[float], option: str = "--qcrypto-count") -> str:
+    """``a round of 0.21 ms is under the 1 ms the clock can honestly time: raise
+    --qcrypto-count``, when a round (nanoseconds) is under :data:`MIN_FIXED_ROUND_S`;
+    else empty."""
+    limit_ns = MIN_FIXED_ROUND_S * 1e9
+    short = sorted(w for w in walls_ns if w < limit_ns)
+    if not short:
+        return ""
+    low, high = f"{short[0] / 1e6:.2g}", f"{short[-1] / 1e6:.2g}"
+    what = (f"a round of {low} ms is" if len(short) == 1 else
+            f"rounds of {low} ms are" if low == high else f"rounds of {low} to {high} ms are")
+    return (f"{what} under the {MIN_FIXED_ROUND_S * 1e3:g} ms the clock can honestly time: "
+            f"raise {option}")
+
+
+def _rounds(run: Runner, count: int, rounds: int, clock: Callable[[], int],
+            cpu_clock: Callable[[], int], walls: list[int] | None = None,
+            cpus: list[int] | None = None) -> tuple[list[int], list[int]]:
+    """Time ``rounds`` more rounds of ``count`` operations after ``walls`` and ``cpus``
+    (nanoseconds); :class:`TimerError` when a round is not positive."""
+    walls, cpus = list(walls or []), list(cpus or [])
+    for _ in range(rounds):
+        t0, t1, cpu = timed(run, count, clock, cpu_clock)
+        walls.append(t1 - t0)
+        cpus.append(cpu)
+    if min(walls) <= 0:
+        raise TimerError(f"the timer went backwards or stood still during a round: {walls} ns")
+    return walls, cpus

@@ -1,0 +1,416 @@
+"""The objects behind the ``qcrypto`` and ``qcrypto_context`` fixtures.
+
+They wrap :mod:`pytest_qcrypto.measure.bench` with pytest's verdicts: a plugin that
+cannot run, or lacks the algorithm, skips the test with the reason; a wrong
+known answer or a plugin error fails it with a one-line message naming plugin,
+algorithm and what went wrong.  A measurement (or opening a context) that
+takes longer than ``--qcrypto-timeout`` fails with ``timed out after N s in
+PLUGIN ALGORITHM at SIZE bytes`` (:mod:`pytest_qcrypto.measure.limits`); a context
+whose ``close()`` does not return within ``CLOSE_TIMEOUT`` fails its item with
+``PLUGIN ALGORITHM: close() did not return within 5 s; the context was
+abandoned``.  With ``--qcrypto-isolate`` the context is opened in each
+measurement's child process, never here.  Every measurement is recorded into
+the run's summary table.
+
+When the regression gate is on, :meth:`MeasuredContext.measure` runs the retry
+loop that :func:`pytest_qcrypto.gate.verdicts.judge` decides on: measure, ask the gate,
+measure again while it says so; then it records the best try with its verdict
+and fails the test when the verdict has failures.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass
+from typing import Any, NoReturn
+
+import pytest
+
+from pytest_qcrypto.measure import bench, callables
+from pytest_qcrypto.gate import verdicts as gate
+from pytest_qcrypto.measure import limits, pkey_bench
+from pytest_qcrypto.backends.base import AuthenticationError, Unavailable, Unsupported
+from pytest_qcrypto.measure.bench import BenchContext, Case, Randomness
+from pytest_qcrypto.measure.harness import Measurement, TimerError
+from pytest_qcrypto.measure.isolate import IsolatedError
+from pytest_qcrypto.measure.jobs import JobsError
+from pytest_qcrypto.checks.known_answers import KnownAnswerError
+from pytest_qcrypto.measure.machine import WaitMeter
+from pytest_qcrypto.pytest_side.matrix import CASE_KEY
+from pytest_qcrypto.measure.registry import Registry, RegistryError, Selection, peers_of
+from pytest_qcrypto.gate.tries import Meter, judge_tries, retry  # noqa: F401 (their old home)
+
+
+def _open_failed(who: str, exc: BaseException) -> NoReturn:
+    """Skip or fail the test for what a plugin's ``open()`` raised (``who``: plugin, algorithm).
+
+    Unavailable, unsupported or refused by the system (``OSError``): a skip
+    with the reason; anything else is a plugin bug that fails this item.
+    """
+    if isinstance(exc, (Unavailable, Unsupported)):
+        pytest.skip(f"{who}: {exc}")
+    if isinstance(exc, OSError):
+        pytest.skip(f"{who}: cannot open a context: {limits.errno_text(exc)}")
+    fail(f"{who}: cannot open a context: {limits.plugin_error(exc)}")
+
+
+def _abandoned(who: str, exc: limits.CallTimeout) -> str:
+    """``stuckclose sha256: close() did not return within 5 s; the context was abandoned``."""
+    return f"{who}: {exc}; the context was abandoned"
+
+
+#: Called with each kept measurement (the best try of a cell) and its verdict (None when
+#: the regression gate is off).
+Recorder = Callable[[Measurement, "gate.Verdict | None"], None]
+#: What a measurement is judged against (the regression gate's pytest side gives it).
+CriteriaOf = Callable[[Measurement], gate.Criteria]
+@dataclass(frozen=True)
+class MeasureOptions:
+    """How measurements run: the run's ``--qcrypto-*`` settings.
+
+    ``min_time`` and ``timeout`` in seconds (``timeout`` None: no limit);
+    ``rounds`` timed rounds; ``jobs`` processes at once; ``isolate`` measures
+    in a child process; ``count`` a fixed number of iterations per round (None:
+    calibrate); ``check_roundtrip`` checks each round trip's result; ``threads`` threads at
+    once (``--qcrypto-threads``).
+    """
+
+    min_time: float = 0.1
+    rounds: int = 3
+    jobs: int = 1
+    timeout: float | None = None
+    isolate: bool = False
+    count: int | None = None
+    check_roundtrip: bool = False
+    threads: int = 1
+
+
+def fail(message: str) -> NoReturn:
+    """Fail the current test with a one-line message and no traceback.
+
+    ``from None``: called while handling the plugin's exception, whose text
+    the message already carries; pytest would print it again as the context.
+    """
+    raise pytest.fail.Exception(message, pytrace=False) from None
+
+
+class MeasuredContext:
+    """An open context as tests see it: :meth:`measure` times it and records the figure."""
+
+    def __init__(self, ctx: BenchContext, record: Recorder, options: MeasureOptions,
+                 criteria: CriteriaOf | None = None, meter: WaitMeter | None = None) -> None:
+        self.bench = ctx
+        self._record = record
+        self.options = options
+        self._criteria = criteria
+        self._meter = meter
+
+    @property
+    def algorithm(self) -> str:
+        return self.bench.algorithm.name
+
+    @property
+    def plugin(self) -> str:
+        """The plugin name as typed."""
+        return self.bench.selection.typed
+
+    @property
+    def driver(self) -> str | None:
+        """The implementation that does the work, when the plugin can tell (kernel plugins)."""
+        return self.bench.driver
+
+    def measure(self, size: int | None = None, *, decrypt: bool = False,
+                min_time: float | None = None, rounds: int | None = None,
+                roundtrip: bool = False, count: int | None = None,
+                operation: str | None = None) -> Measurement:
+        """Time ``size``-byte operations, record the result in the summary, return it.
+
+        The kinds without a buffer size (signatures, key agreement, KEMs, RSA encryption,
+        KDFs) take no size and ``operation``, one of the kind's directions:
+        ``measure(operation="sign")``, ``measure(operation="encaps")``; a KDF's only one,
+        ``derive``, may be left out.  Their figure is ``Measurement.ops_per_s``.
+
+        ``min_time`` (seconds), ``rounds`` and ``count`` (iterations per round) default to
+        the run's ``--qcrypto-min-time``, ``--qcrypto-rounds`` and ``--qcrypto-count``;
+        ``roundtrip`` times one encryption and one decryption per iteration (ciphers and
+        AEADs; direction ``roundtrip``).  Fails the test on a
+        wrong known answer, a plugin error, or arguments outside the limits of
+        the options (``measure(-5)``, ``rounds=10**100``: a size of 1 byte to
+        256 MiB, more than 0 and at most 3600 seconds, 1 to 1000 rounds); skips
+        it when the size does not suit the algorithm (below its minimum, not a
+        whole number of blocks).
+        """
+        options = dataclasses.replace(
+            self.options, min_time=self.options.min_time if min_time is None else min_time,
+            rounds=self.options.rounds if rounds is None else rounds,
+            count=self.options.count if count is None else count)
+        alg = self.bench.algorithm
+        problem = pkey_bench.operation_problem(alg, size, operation)
+        if alg.rules.sized:
+            problem = problem or bench.argument_problem(size, options.min_time, options.rounds,
+                                                        options.count)
+        else:
+            size = 0
+            problem = problem or bench.argument_problem(1, options.min_time, options.rounds,
+                                                        options.count)
+        if decrypt and roundtrip:
+            problem = "decrypt and roundtrip: choose one (a round trip times both directions)"
+        if problem:  # the test's own bug: a failure, never a skip
+            fail(f"{self.plugin} {self.algorithm}: measure(): {problem}")
+        way: dict[str, Any] = {"decrypt": decrypt, "roundtrip": roundtrip}
+        if not alg.rules.sized:
+            way = {"operation": operation or str(alg.directions[0])}
+        m = self._measure(size, way, options)
+        if self._criteria is None:  # the regression gate is off
+            self._record(m, None)
+            return m
+        first_wait = self._meter.share() if self._meter is not None else None
+        verdict = retry(m, lambda: self._measure(size, way, options), self._criteria(m),
+                        first_wait)
+        if self._meter is not None:
+            self._meter.start()  # the next measurement of this item is timed from here
+        self._record(verdict.measurement, verdict)
+        if verdict.failed:  # a confirmed regression or a floor
+            pytest.fail(verdict.message, pytrace=False)
+        return m
+
+    def _measure(self, size: int, way: dict[str, Any], options: MeasureOptions) -> Measurement:
+        who = f"{self.plugin} {self.algorithm}"
+        at = f"{way['operation']}" if "operation" in way else f"at {size} bytes"
+        if self.bench.abandoned:
+            fail(f"{who} {at}: not measured, the context was abandoned after a timeout")
+        if self.bench.closed:
+            fail(f"{who} {at}: not measured, the context is closed")
+        try:
+            return self.bench.measure(size, **way, **dataclasses.asdict(options))
+        except limits.MeasurementTimeout as exc:
+            fail(f"timed out after {exc.seconds:g} s in {who} {at}")
+        except limits.CallTimeout as exc:
+            fail(_abandoned(who, exc))
+        except bench.OpenError as exc:  # opening it in the isolated child failed
+            _open_failed(who, exc.cause)
+        except KnownAnswerError as exc:
+            fail(str(exc))
+        except Unsupported as exc:
+            pytest.skip(f"{who}: {exc}")
+        except AuthenticationError as exc:
+            fail(f"{who} {at}: authentication failed: {exc}")
+        except (TimerError, JobsError) as exc:
+            fail(f"{who} {at}: {exc}")
+        except OSError as exc:
+            driver = f" (driver {self.driver})" if self.driver else ""
+            fail(f"{who}{driver} at {size} bytes failed: {limits.errno_text(exc)}")
+        except IsolatedError as exc:
+            fail(f"{who} {at}: {exc}")
+        except Exception as exc:  # the plugin broke mid-measurement: this item fails, others run
+            fail(f"{who} {at} failed: {limits.plugin_error(exc)}")
+
+    def close(self) -> None:
+        """Close the context (within ``limits.CLOSE_TIMEOUT`` seconds).
+
+        Fails the test with ``PLUGIN ALGORITHM: close() did not return within
+        5 s; the context was abandoned`` past the limit; raises what the
+        plugin's ``close()`` raises.
+        """
+        try:
+            self.bench.close()
+        except limits.CallTimeout as exc:
+            fail(_abandoned(f"{self.plugin} {self.algorithm}", exc))
+
+    def __enter__(self) -> MeasuredContext:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+
+class QcryptoFixture:
+    """The ``qcrypto`` fixture: open contexts of any (algorithm, plugin) inside a test.
+
+    Example::
+
+        def test_sha256_floor(qcrypto):
+            ctx = qcrypto.open("sha256", "openssl")
+            assert ctx.measure(4096).kib_per_s > 100_000
+
+    Contexts are closed when the test ends, also when it fails.
+    """
+
+    def __init__(self, registry: Callable[[], Registry], record: Recorder, rng: Randomness,
+                 options: MeasureOptions | None = None,
+                 interrupted: Callable[[], bool] = lambda: False, *,
+                 criteria: CriteriaOf | None = None, meter: WaitMeter | None = None,
+                 targets: Any = None) -> None:
+        self._registry = registry
+        #: ``--qcrypto-target``'s plugin (pytest_qcrypto.pytest_side.targets): opens ``PLUGIN@NAME``
+        self._targets = targets
+        self._record = record
+        #: with the regression gate on: what each measurement is judged against, and the
+        #: meter of the waits for a CPU, started when the item started
+        self._criteria = criteria
+        self._meter = meter
+        self._rng = rng
+        self.options = options or MeasureOptions()
+        #: whether the run is being interrupted (Ctrl-C, SIGTERM): contexts are then
+        #: closed as abandoned, so that no close error turns the interrupt into a crash
+        self._interrupted = interrupted
+        self._open: list[MeasuredContext] = []
+        #: the plugin and algorithm of the first context whose close() raised (teardown)
+        self.failed_close = ""
+
+    def open(self, algorithm: str, plugin: str) -> MeasuredContext:
+        """Open a keyed context of ``algorithm`` in ``plugin`` (a name as typed).
+
+        Skips the test when the plugin is unavailable or lacks the algorithm.
+        """
+        if self._targets is not None and "@" in plugin:  # measured on a --qcrypto-target
+            try:
+                remote = self._targets.open(algorithm, plugin, self.options.isolate,
+                                            self.options.timeout)
+            except limits.MeasurementTimeout as exc:
+                fail(f"timed out after {exc.seconds:g} s in {plugin} {algorithm} opening a "
+                     "context")
+            except Exception as exc:  # what the plugin's open() raised there
+                _open_failed(f"{plugin} {algorithm}", exc)
+            return self._opened(remote)
+        try:
+            registry = self._registry()
+            selection = registry.resolve(plugin)
+            alg = bench.resolve_algorithm(algorithm)
+        except (RegistryError, Unsupported) as exc:
+            fail(str(exc))
+        why = registry.unavailable(selection.plugin)
+        if why is not None:
+            pytest.skip(f"{plugin}: unavailable: {why}")
+        if pkey_bench.listed_as(alg) not in registry.supported(selection.plugin):
+            why = registry.unavailable(selection.plugin)
+            pytest.skip(f"{plugin}: unavailable: {why}" if why
+                        else f"{plugin} does not support {alg.name}")
+        isolate = self.options.isolate  # then opened in each measurement's child process
+        try:
+            ctx = limits.call_with_deadline(
+                lambda: bench.open_context(selection, alg, self._rng, isolate=isolate),
+                self.options.timeout)
+        except limits.MeasurementTimeout as exc:
+            fail(f"timed out after {exc.seconds:g} s in {plugin} {alg.name} opening a context")
+        except Exception as exc:  # a plugin bug fails this item, the run goes on
+            _open_failed(f"{plugin} {alg.name}", exc)
+        if not alg.rules.sized:  # its checks cross with the other plugins that have it
+            ctx.peers = lambda: peers_of(registry, selection, alg)
+        return self._opened(ctx)
+
+    def _opened(self, ctx: Any) -> MeasuredContext:
+        measured = MeasuredContext(ctx, self._record, self.options, self._criteria, self._meter)
+        self._open.append(measured)
+        return measured
+
+    def open_callable(self, fn: Callable[[bytes], Any], name: str | None = None,
+                      check: Callable[[bytes, Any], Any] | None = None) -> MeasuredContext:
+        """Your own code as a context: its ``measure(size)`` times ``fn(data)`` on ``size``
+        random bytes per call and records, saves and gates it like an algorithm's cell (row
+        ``callable``, header ``Benchmark results for 'NAME' callable (KiB/s):``; see
+        :mod:`pytest_qcrypto.measure.callables`).  ``name`` defaults to ``fn.__name__``.  Known
+        answers do not apply; ``check(data, result) -> bool`` checks one call.  Fails the
+        test (one line) for an ``fn`` or ``check`` that is not callable, or a ``name`` that
+        is not usable or is a catalog algorithm's; a call that raises fails it too."""
+        try:
+            return self._opened(callables.CallableBench(fn, name, check, self._rng))
+        except ValueError as exc:
+            fail(f"measure_callable(): {exc}")
+
+    def measure_callable(self, fn: Callable[[bytes], Any], size: int, name: str | None = None,
+                         *, check: Callable[[bytes, Any], Any] | None = None,
+                         min_time: float | None = None, rounds: int | None = None,
+                         count: int | None = None) -> Measurement:
+        """``open_callable(fn, name, check).measure(size, ...)``: ``size`` in bytes (1 to
+        256 MiB) per call, the rest as :meth:`MeasuredContext.measure`.  Example::
+
+            def test_encrypt_record(qcrypto):
+                qcrypto.measure_callable(lambda data: encrypt_record(KEY, data), size=4096,
+                                         name="encrypt_record")
+        """
+        problem = bench.argument_problem(size, 1, 1)
+        if problem:
+            fail(f"measure_callable(): {problem}")
+        return self.open_callable(fn, name, check).measure(size, min_time=min_time,
+                                                          rounds=rounds, count=count)
+
+    def close(self) -> None:
+        """Close every context this fixture opened (teardown), also when one fails to close.
+
+        Each ``close()`` has its own limit (``limits.CLOSE_TIMEOUT`` seconds).
+        The first error is raised once all are closed.  While the run is being
+        interrupted, or once an interrupt arrives during a close, the rest are
+        closed as abandoned (within the limit, errors ignored) and the
+        interrupt is raised at the end.
+        """
+        first: BaseException | None = None
+        interrupt: BaseException | None = None
+        while self._open:
+            ctx = self._open.pop()
+            if interrupt is not None or self._interrupted():
+                ctx.bench.abandoned = True
+            try:
+                ctx.close()
+            except (Exception, pytest.fail.Exception) as exc:
+                if first is None:
+                    first, self.failed_close = exc, f"{ctx.plugin} {ctx.algorithm}"
+            except BaseException as exc:  # Ctrl-C or SIGTERM during this close
+                interrupt = interrupt or exc
+        if interrupt is not None:
+            raise interrupt
+        if first is not None:
+            raise first
+
+
+# -- the fixtures (pytest finds them through pytest_qcrypto.plugin) ------------------------
+
+#: Where the fixtures find how the run makes a ``qcrypto`` fixture for an item.
+FIXTURE_KEY = pytest.StashKey[Callable[[pytest.Item], QcryptoFixture]]()
+
+
+@pytest.fixture
+def qcrypto(request: pytest.FixtureRequest) -> Iterator[QcryptoFixture]:
+    """Open, measure and record crypto contexts in your own tests.
+
+    ``qcrypto.open(algorithm, plugin)`` returns a context with
+    ``measure(size_bytes) -> Measurement`` (``.kib_per_s``, ``.count``,
+    ``.rounds_s``); contexts close when the test ends.  Skips when the plugin is
+    unavailable or lacks the algorithm.  ``qcrypto.measure_callable(fn, size=4096,
+    name="encrypt_record")`` times your own code, ``fn(data)``, the same way.
+    """
+    fixture = request.config.stash[FIXTURE_KEY](request.node)
+    try:
+        yield fixture
+    finally:
+        try:
+            fixture.close()
+        except Exception as exc:  # the plugin's close() raised: its bug, said in one line
+            fail(f"{fixture.failed_close}: close() failed: {limits.plugin_error(exc)}")
+
+
+@pytest.fixture
+def qcrypto_case(request: pytest.FixtureRequest) -> Case:
+    """The (algorithm, plugin, size) of this item: set by the matrix or ``@pytest.mark.qcrypto``."""
+    case = request.node.stash.get(CASE_KEY, None)
+    if case is None:
+        pytest.fail("qcrypto_case needs @pytest.mark.qcrypto(algorithms=..., ...) on the test",
+                    pytrace=False)
+    return case
+
+
+@pytest.fixture
+def qcrypto_context(request: pytest.FixtureRequest, qcrypto: QcryptoFixture,
+                    qcrypto_case: Case) -> MeasuredContext:
+    """The open, keyed context of this item's (algorithm, plugin); closed at teardown.
+
+    A software context, a /dev/crypto session or an AF_ALG socket.  Its
+    ``measure(size)`` checks the known-answer vectors first, then times.  Under
+    ``@pytest.mark.qcrypto(callable=fn, ...)``: the callable (:meth:`QcryptoFixture.open_callable`).
+    """
+    marker = request.node.get_closest_marker("qcrypto")
+    if marker is not None and "callable" in marker.kwargs:
+        return qcrypto.open_callable(marker.kwargs["callable"], qcrypto_case.algorithm,
+                                     marker.kwargs.get("check"))
+    return qcrypto.open(qcrypto_case.algorithm, qcrypto_case.plugin)

@@ -1,0 +1,386 @@
+"""Every ``--qcrypto-*`` option and ``qcrypto_*`` ini key, in one table (:data:`OPTIONS`).
+
+Each :class:`Option` names its command-line flag, its ini key (the default
+when the flag is not given), the function that reads its value, its default,
+help, action and metavar.  :func:`add_options` (called from the plugin's
+``pytest_addoption``) declares them all from the table, and :func:`given`
+reads a value with its ini fallback, saying where it came from for messages
+(``--qcrypto-min-time``, ``qcrypto_min_time in pytest.ini``, ``-o
+qcrypto_min_time``).  Choices in help texts (units, formats, plot suffixes)
+come from the registries that define them (:mod:`pytest_qcrypto.output.render`).
+
+The hidden ``--qcrypto-command`` is set by the ``qcrypto`` command
+(:mod:`pytest_qcrypto.commands.qcrypto`): messages then send the reader to ``qcrypto list``
+rather than to ``pytest --qcrypto-list`` (:func:`for_command`).
+:class:`StderrTerminal` is what ``--qcrypto-bare`` registers.
+
+This is the pytest side: it imports pytest.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+import pytest
+
+from pytest_qcrypto.algorithms import catalog
+from pytest_qcrypto.gate import verdicts as gate
+from pytest_qcrypto.measure import jobs, limits
+from pytest_qcrypto.output import render
+from pytest_qcrypto.algorithms import settings
+from pytest_qcrypto.measure import threads
+from pytest_qcrypto.backends import default_order
+from pytest_qcrypto.gate.rules import parse_speedup
+
+#: The option group of ``pytest --help``.
+GROUP = ("qcrypto", "crypto speed benchmarks (pytest-qcrypto)")
+#: What ``--qcrypto-command`` is set to by the ``qcrypto`` command.
+QCRYPTO_COMMAND = "qcrypto"
+#: The list hint of messages under the ``qcrypto`` command (see :data:`settings.LIST_HINT`).
+COMMAND_LIST_HINT = "(see qcrypto list)"
+
+
+@dataclass(frozen=True)
+class Option:
+    """One option and/or ini key.
+
+    ``flag`` is the command-line option (None: an ini key only), ``ini`` its
+    ini key (None: none); ``ini_type`` is pytest's ini type (``None`` for a
+    string, ``"args"``, ``"linelist"``, ``"bool"``).  ``parse`` reads a value
+    (its first argument the value as given, then where it came from; a few take
+    more, see their docstrings); None when the value is read with others
+    (``--qcrypto-unit`` ... by :func:`render.output_of`) or is a flag or a path.
+    ``help`` is text, or a function that builds it when the options are
+    declared (so that choices come from the registries).
+    """
+
+    flag: str | None
+    help: str | Callable[[], str]
+    ini: str | None = None
+    ini_help: str = ""
+    ini_type: str | None = None
+    metavar: str | None = None
+    action: str | None = None
+    default: Any = None
+    parse: Callable[..., Any] | None = None
+    hidden: bool = False
+
+    @property
+    def dest(self) -> str:
+        """The name of the value on ``config.option`` (``qcrypto_min_time``), or the ini key."""
+        return (self.flag or "").lstrip("-").replace("-", "_") or str(self.ini)
+
+    @property
+    def ini_default(self) -> Any:
+        return {"args": [], "linelist": [], "bool": False}.get(str(self.ini_type))
+
+    def help_text(self) -> str:
+        return self.help() if callable(self.help) else self.help
+
+
+def _choices(names: list[str] | tuple[str, ...], last: str = "or") -> str:
+    """``a, b, c or d``."""
+    names = list(names)
+    return names[0] if len(names) == 1 else f"{', '.join(names[:-1])} {last} {names[-1]}"
+
+
+def _unit_help() -> str:
+    return (f"unit of the table cells: {', '.join(render.UNITS)}. KiB and MiB are "
+            f"1024-based, kB and MB 1000-based. Default: {render.DEFAULT_UNIT}.")
+
+
+def _format_help() -> str:
+    return render.format_help()  # every registered layout, with its help
+
+
+def _plot_help() -> str:
+    suffixes = [s for s in render.PLOT_SUFFIXES if s != ".html"]
+    html = ", or a self-contained .html" if ".html" in render.PLOT_SUFFIXES else ""
+    return (f"also plot throughput against buffer size to PATH ({', '.join(suffixes)}{html}, "
+            "by its suffix; repeatable: every PATH is written); needs pip install "
+            "'pytest-qcrypto[plot]'.")
+
+
+def _timeout_help() -> str:
+    return (f"fail a measurement (known-answer check and timed rounds) that takes longer than "
+            f"this and go on with the next item (default {limits.DEFAULT_TIMEOUT:g}, or more "
+            f"when --qcrypto-min-time x --qcrypto-rounds needs it; '{limits.OFF}': no limit).")
+
+
+def _digests(text: Any, where: str) -> list[catalog.Algorithm]:
+    return settings.parse_algorithms(text, (catalog.DIGEST,), where)
+
+
+def _ciphers(text: Any, where: str) -> list[catalog.Algorithm]:
+    return settings.parse_algorithms(text, (catalog.CIPHER, catalog.AEAD), where)
+
+
+def _macs(text: Any, where: str) -> list[catalog.Algorithm]:
+    return settings.parse_algorithms(text, (catalog.MAC,), where)
+
+
+def _pkeys(text: Any, where: str) -> list[catalog.Algorithm]:
+    return settings.parse_algorithms(text, catalog.OPTION_GROUPS["pkey"], where)
+
+
+def _kdfs(text: Any, where: str) -> list[catalog.Algorithm]:
+    return settings.parse_algorithms(text, catalog.OPTION_GROUPS["kdf"], where)
+
+
+#: What reads each selecting option's names, by its word (``--qcrypto-pkey``: ``pkey``).
+ALGORITHM_PARSERS: dict[str, Callable[[Any, str], list[catalog.Algorithm]]] = {
+    "digest": _digests, "cipher": _ciphers, "mac": _macs, "pkey": _pkeys, "kdf": _kdfs}
+
+
+def _confirm(text: Any, where: str) -> int:
+    return gate.parse_whole(text, where, 0, gate.MAX_CONFIRM)
+
+
+#: Every option and ini key, in the order of ``pytest --help``.
+OPTIONS: tuple[Option, ...] = (
+    Option("--qcrypto-digest", action="append", metavar="NAME", default=[], parse=_digests,
+           help="measure this digest (repeatable, comma lists allowed), e.g. sha256. 'all': "
+                "every digest the chosen plugins support. Without test paths, only the speed "
+                "matrix runs."),
+    Option("--qcrypto-cipher", action="append", metavar="NAME", default=[], parse=_ciphers,
+           help="measure this cipher or AEAD (repeatable, comma lists allowed), e.g. "
+                "aes-128-cbc,chacha20-poly1305; 'all': every one the chosen plugins support."),
+    Option("--qcrypto-mac", action="append", metavar="NAME", default=[], parse=_macs,
+           help="measure this MAC (repeatable, comma lists allowed), e.g. hmac-sha256, "
+                "cmac-aes-128, poly1305; 'all': every one the chosen plugins support."),
+    Option("--qcrypto-pkey", action="append", metavar="NAME", default=[], parse=_pkeys,
+           help="measure this signature, key agreement, KEM or RSA encryption (repeatable, "
+                "comma lists allowed), e.g. ed25519,ecdsa-p256,rsa2048,x25519,ml-kem-768; every "
+                "operation (sign and verify, keygen and derive, ...) in ops/s, without buffer "
+                "sizes; 'all': every one the chosen plugins support."),
+    Option("--qcrypto-kdf", action="append", metavar="NAME", default=[], parse=_kdfs,
+           help="measure this KDF or password hash (repeatable, comma lists allowed), its "
+                "parameters in its name: pbkdf2-sha256 (-i600000), scrypt (-n16384-r8-p1), "
+                "argon2id (-m65536-t3-p4), bcrypt (-c12), hkdf-sha256, e.g. scrypt-n1024; "
+                "derivations per second; 'all': every one the chosen plugins support."),
+    # checked against the registry of crypto plugins (QcryptoRun.selections)
+    Option("--qcrypto-plugin", action="append", metavar="NAME", default=[],
+           ini="qcrypto_plugins", ini_type="args",
+           ini_help="default crypto plugins (like --qcrypto-plugin).",
+           help=f"crypto plugin to measure (repeatable, at most {settings.MAX_PLUGINS}, table "
+                "rows in this order): openssl, pycryptodome, hashlib, ... Default: the first "
+                f"available of {', '.join(default_order())}; when only public-key algorithms "
+                "and KDFs are asked for, every available plugin that has one of them."),
+    Option("--qcrypto-size", action="append", metavar="BYTES", default=[],
+           ini="qcrypto_sizes", ini_type="args", parse=settings.parse_sizes,
+           ini_help="default buffer sizes in bytes (like --qcrypto-size).",
+           help="buffer size in bytes (repeatable, comma lists allowed). Default: "
+                f"{','.join(map(str, settings.DEFAULT_SIZES))}."),
+    Option("--qcrypto-min-time", metavar="SECONDS", ini="qcrypto_min_time",
+           parse=settings.parse_min_time, ini_help="default --qcrypto-min-time, seconds.",
+           help="the doubling loop stops once a run takes this long (default "
+                f"{settings.DEFAULT_MIN_TIME:g})."),
+    Option("--qcrypto-rounds", metavar="N", ini="qcrypto_rounds", parse=settings.parse_rounds,
+           ini_help="default --qcrypto-rounds.",
+           help="timed rounds per measurement; the median is reported (default "
+                f"{settings.DEFAULT_ROUNDS})."),
+    Option("--qcrypto-count", metavar="N", ini="qcrypto_count", parse=settings.parse_count,
+           ini_help="default --qcrypto-count.",
+           help="run exactly N iterations in every round instead of calibrating (FreeBSD "
+                "cryptotest's count; --qcrypto-min-time then has no effect); a round under "
+                "1 ms is noted as noisy. With --qcrypto-jobs each process runs N."),
+    Option("--qcrypto-decrypt", action="store_true", default=False,
+           help="time decryption instead of encryption."),
+    Option("--qcrypto-roundtrip", action="store_true", default=False,
+           help="time ciphers and AEADs doing one encryption then one decryption per "
+                "iteration, as FreeBSD cryptotest does; both count (2 operations an "
+                "iteration); tables and saved results name the direction roundtrip."),
+    Option("--qcrypto-check-roundtrip", action="store_true", default=False,
+           help="with --qcrypto-roundtrip: check every iteration inside the timed loop (the "
+                "ciphertext differs from the plaintext and decrypts back to it), slower, as "
+                "cryptotest -c."),
+    Option("--qcrypto-seed", metavar="N", parse=settings.parse_seed,
+           help="seed for keys and data, a whole number from -2**63 to 2**63-1 (default: fresh "
+                "random bytes each run)."),
+    # parse_timeout(text, min_time, rounds, where): the run's min-time and rounds bound it
+    Option("--qcrypto-timeout", metavar="SECONDS", ini="qcrypto_timeout",
+           parse=limits.parse_timeout, ini_help="default --qcrypto-timeout, seconds.",
+           help=_timeout_help),
+    Option("--qcrypto-isolate", action="store_true", default=False, parse=limits.check_isolate,
+           help="run each measurement in a child process that is killed on timeout: also "
+                "stops plugins stuck in the kernel or crashing (POSIX only)."),
+    Option("--qcrypto-list", action="store_true", default=False,
+           help="list crypto plugins, their availability, libraries and algorithms, then exit."),
+    # collected as lists: a second, different --qcrypto-save is an error rather than
+    # silently replacing the first (gate_plugin.one_path); several --qcrypto-compare
+    # files are joined into one baseline (gate_plugin.paths, compare.join)
+    Option("--qcrypto-save", action="append", metavar="PATH",
+           help="write every measurement of the run to PATH as JSON (written atomically, "
+                "through a symbolic link to its target; an interrupted run writes PATH.partial "
+                "if PATH exists; a run that measured nothing writes nothing).  One PATH per "
+                "run."),
+    Option("--qcrypto-compare", action="append", metavar="PATH",
+           help="compare every measurement with the same cell of the results file PATH; a "
+                "regression beyond the threshold fails that test, and so does a run in which "
+                "no cell had a baseline entry.  Give it once per file to join several "
+                "(sharded) baselines; a cell of one test may be in one of them only."),
+    Option("--qcrypto-threshold", metavar="PCT", ini="qcrypto_threshold",
+           parse=gate.parse_percent,
+           ini_help="default regression threshold in percent (like --qcrypto-threshold).",
+           help=f"slowdown that counts as a regression, e.g. 10%% or 10 (default "
+                f"{gate.DEFAULT_THRESHOLD:g}%%; ini qcrypto_thresholds refines it per "
+                "algorithm:plugin:size); a positive number: 5%% allows 5%% slower.  Only with "
+                "--qcrypto-compare."),
+    Option(None, ini="qcrypto_thresholds", ini_type="linelist", parse=gate.parse_percent,
+           help="per-cell thresholds, lines 'ALGORITHM[:PLUGIN[:SIZE]] = PCT', * is a "
+                "wildcard; the most specific line wins, ties go to the later line."),
+    Option(None, ini="qcrypto_floors", ini_type="linelist", parse=gate.parse_kib_per_s,
+           help="minimum KiB/s per cell, lines 'ALGORITHM[:PLUGIN[:SIZE]] = KIB_PER_S'; the "
+                "kinds without a buffer size (--qcrypto-pkey, --qcrypto-kdf) in ops/s, their "
+                "operation in place of the size: 'ed25519:openssl:sign = 5000'."),
+    Option("--qcrypto-confirm", metavar="N", ini="qcrypto_confirm", parse=_confirm,
+           ini_help="default --qcrypto-confirm.",
+           help=f"measure a regressed or below-floor cell up to N more times before failing "
+                f"it; the best try counts (default {gate.DEFAULT_CONFIRM}).  Only with "
+                "--qcrypto-compare or a floor."),
+    Option("--qcrypto-allow-missing", action="store_true", default=False,
+           ini="qcrypto_allow_missing", ini_type="bool",
+           ini_help="like --qcrypto-allow-missing.",
+           help="a baseline cell that is skipped now is a summary line, not a failure (with "
+                "--qcrypto-compare)."),
+    Option("--qcrypto-require-same-machine", action="store_true", default=False,
+           ini="qcrypto_require_same_machine", ini_type="bool",
+           ini_help="like --qcrypto-require-same-machine.",
+           help="do not judge against a baseline from another machine or other library "
+                "versions (such items pass, the summary says why, and a run that judged no cell "
+                "fails; with --qcrypto-compare)."),
+    Option("--qcrypto-max-speedup", metavar="X", ini="qcrypto_max_speedup",
+           parse=parse_speedup, ini_help="default --qcrypto-max-speedup.",
+           help=f"a cell more than X times as fast as its baseline (3x or 3; default "
+                f"{gate.DEFAULT_MAX_SPEEDUP:g}x) is listed as a suspicious speed-up: the "
+                "baseline or the measurement is likely broken.  Only with --qcrypto-compare."),
+    Option("--qcrypto-strict", action="store_true", default=False, ini="qcrypto_strict",
+           ini_type="bool", ini_help="like --qcrypto-strict.",
+           help="fail a cell whose speed-up is beyond --qcrypto-max-speedup (without it, a "
+                "summary line).  Only with --qcrypto-compare."),
+    Option("--qcrypto-unit", metavar="UNIT", help=_unit_help),
+    Option("--qcrypto-format", metavar="FORMAT", help=_format_help),
+    Option("--qcrypto-plot", action="append", metavar="PATH", help=_plot_help),
+    Option("--qcrypto-model", action="store_true", default=False,
+           help="under the tables, where the time goes: for each algorithm and plugin measured "
+                "at 3 or more sizes, its cost per call and per byte (a robust line fit), the "
+                "throughput for large buffers and where another plugin is faster (also "
+                "with -v)."),
+    Option("--qcrypto-bare", action="store_true", default=False,
+           help="write only the results to standard output and pytest's own output to "
+                "standard error (what the qcrypto command does)."),
+    Option("--qcrypto-jobs", metavar="N", parse=jobs.parse_jobs,
+           help="run each measurement in N processes at once and report their summed "
+                "throughput (total bytes over the common wall time), like openssl speed "
+                "-multi; 'auto' = one per CPU (default 1)."),
+    Option("--qcrypto-threads", metavar="N", ini="qcrypto_threads", parse=threads.parse_threads,
+           ini_help="default --qcrypto-threads.",
+           help="run each measurement in N threads of this process at once (each its own "
+                "context; summed as --qcrypto-jobs), and measure it in one thread too: a line "
+                "under the table says whether the library releases the GIL (default 1)."),
+    # checked by pytest_qcrypto.pytest_side.targets.read_options
+    Option("--qcrypto-target", action="append", metavar="NAME=SPEC", default=[],
+           ini="qcrypto_targets", ini_type="linelist",
+           ini_help="targets to measure on, one NAME=SPEC a line (like --qcrypto-target).",
+           help="also measure every plugin in another Python interpreter: SPEC is an execnet "
+                "gateway spec (popen//python=.venv-old/bin/python, ssh=user@board//python="
+                "python3) where the same pytest-qcrypto is installed; rows become PLUGIN@NAME, "
+                "this process being PLUGIN@local (repeatable)."),
+    Option("--qcrypto-interleave", action="store_true", default=False,
+           help="with --qcrypto-target: measure each cell on all targets at once, their rounds "
+                "taken in turn, and print each target's ratio against the first with a 95%% "
+                "confidence interval from the paired rounds."),
+    Option("--qcrypto-compare-target", metavar="NAME",
+           help="with --qcrypto-target: judge every other target against target NAME's figure "
+                "of the same cell, with the gate's thresholds, floors and retries, and fail "
+                "the cells that regressed (an A/B gate without a stored baseline)."),
+    Option("--qcrypto-command", metavar="NAME", hidden=True,
+           help="the command that runs pytest, for messages (set by the qcrypto command)."),
+    Option("--qcrypto-skip-unsuited-sizes", action="store_true", default=False, hidden=True,
+           help="a size an algorithm cannot take is a skipped cell with the reason, not a usage "
+                "error (set by the cryptotest command, whose -z runs AES beside 8-byte DES)."),
+)
+#: The table by :attr:`Option.dest` and by ini key.
+BY_NAME: dict[str, Option] = {**{o.ini: o for o in OPTIONS if o.ini},
+                              **{o.dest: o for o in OPTIONS}}
+#: The ini keys that take true or false (pytest's ``type="bool"``).
+BOOL_INI = tuple(o.ini for o in OPTIONS if o.ini and o.ini_type == "bool")
+
+
+def add_options(parser: pytest.Parser) -> None:
+    """Declare every option of :data:`OPTIONS` in its group, and every ini key."""
+    group = parser.getgroup(*GROUP)
+    for o in OPTIONS:
+        if o.flag is not None:
+            kwargs: dict[str, Any] = {"default": o.default,
+                                      "help": argparse.SUPPRESS if o.hidden else o.help_text()}
+            if o.action:
+                kwargs["action"] = o.action
+            if o.metavar:
+                kwargs["metavar"] = o.metavar
+            group.addoption(o.flag, **kwargs)
+    for o in OPTIONS:
+        if o.ini is not None:
+            parser.addini(o.ini, type=o.ini_type, default=o.ini_default,  # type: ignore[arg-type]
+                          help=o.ini_help or o.help_text())
+
+
+def where(config: pytest.Config, ini: str) -> str:
+    """``qcrypto_rounds in pytest.ini`` (or ``-o qcrypto_rounds``), for messages."""
+    return settings.ini_source(ini, config.inipath, config.getoption("override_ini", None))
+
+
+def given(config: pytest.Config, name: str) -> tuple[Any, str]:
+    """The value of option ``name`` (its dest, ``qcrypto_min_time``), else of its ini key
+    (None if neither is set), and where it came from: ``--qcrypto-min-time`` or
+    :func:`where` of the ini key.
+
+    An ini list of pytest's ``args`` type (``16, 64`` arrives split at blanks)
+    becomes one comma list, as the option takes it.  ``KeyError`` for a name
+    not in :data:`OPTIONS`.
+    """
+    o = BY_NAME[name]
+    if o.flag is not None:
+        value = config.getoption(o.dest)
+        if value not in (None, [], False):
+            return value, o.flag
+    if o.ini is None:
+        return None, str(o.flag)
+    value = config.getini(o.ini)
+    if o.ini_type == "args" and isinstance(value, list) and value:
+        value = [settings.ini_list(value)]
+    return value or None, where(config, o.ini)
+
+
+def list_hint(config: pytest.Config) -> str:
+    """Where messages send the reader for valid names: ``(see qcrypto list)`` under the
+    ``qcrypto`` command (``--qcrypto-command qcrypto``), else :data:`settings.LIST_HINT`."""
+    command = config.getoption("qcrypto_command", None)
+    return COMMAND_LIST_HINT if command == QCRYPTO_COMMAND else settings.LIST_HINT
+
+
+def for_command(config: pytest.Config, message: str) -> str:
+    """``message`` with :data:`settings.LIST_HINT` replaced by :func:`list_hint`."""
+    return message.replace(settings.LIST_HINT, list_hint(config))
+
+
+class StderrTerminal:
+    """Registered by the pytest plugin under ``--qcrypto-bare``: pytest's own output to stderr.
+
+    After pytest's terminal plugin has made its reporter (on standard output),
+    this replaces it with one on standard error, before any line is written;
+    the results tables then have standard output to themselves.
+    """
+
+    @pytest.hookimpl(trylast=True)
+    def pytest_configure(self, config: pytest.Config) -> None:
+        manager = config.pluginmanager
+        old = manager.get_plugin("terminalreporter")
+        if old is None:
+            return
+        manager.unregister(old)
+        manager.register(pytest.TerminalReporter(config, sys.stderr), "terminalreporter")

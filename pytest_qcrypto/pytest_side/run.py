@@ -1,0 +1,426 @@
+"""pytest hooks of pytest-qcrypto: options, the run's settings, fixtures, the summary.
+
+Reads top to bottom in the order pytest calls it.  Registering this plugin is
+cheap: no crypto library is imported and no kernel interface probed until an
+option, fixture or marker asks for a measurement.  The run's settings live in one
+:class:`QcryptoRun`, registered on the plugin manager as ``"qcrypto-run"``; it
+forwards to the parts that do the work: the matrix (:mod:`pytest_qcrypto.pytest_side.matrix`),
+the ledger of what was measured (:mod:`pytest_qcrypto.pytest_side.ledger`) and, when the run
+compares, saves or has floors, the regression gate (:mod:`pytest_qcrypto.pytest_side.gate`).
+"""
+
+from __future__ import annotations
+
+import re
+import sys
+from collections.abc import Generator, Iterator
+from dataclasses import replace
+from functools import cached_property
+from typing import Any
+
+import pytest
+
+from pytest_qcrypto.algorithms import catalog, settings
+from pytest_qcrypto.gate import verdicts as gate
+from pytest_qcrypto.measure import cost_model, jobs, machine, pkey_bench
+from pytest_qcrypto.pytest_side import matrix, options, targets as remote_targets
+from pytest_qcrypto.measure.bench import Case, Randomness
+from pytest_qcrypto.pytest_side.gate import (GATE_KEY, GateOptions, GatePlugin, PluginNames,
+                                             has_floor_marker, read_options, wanted)
+from pytest_qcrypto.measure.harness import Measurement
+from pytest_qcrypto.pytest_side.ledger import Ledger
+# the fixtures, found by pytest among this plugin's names
+from pytest_qcrypto.pytest_side.fixture import (  # noqa: F401
+    FIXTURE_KEY, qcrypto, qcrypto_case, qcrypto_context)
+from pytest_qcrypto.pytest_side.matrix import MATRIX_KEY, Matrix, RunGuard, case_of
+from pytest_qcrypto.measure.registry import (  # noqa: F401
+    Registry, RegistryError, Selection, list_plugins)
+from pytest_qcrypto.algorithms.settings import Settings, SettingsError
+from pytest_qcrypto.output.tables import with_every_cell
+from pytest_qcrypto.measure import limits as qtimeout, threads
+
+#: The ini keys that take true or false (pytest's type="bool").
+BOOL_INI = options.BOOL_INI  # every true/false ini key of the option table
+RUN_NAME = "qcrypto-run"
+GUARD_NAME = "qcrypto-guard"
+MATRIX_NAME = "qcrypto-matrix"
+
+
+def pytest_addhooks(pluginmanager: pytest.PytestPluginManager) -> None:
+    from pytest_qcrypto.pytest_side import hookspecs
+
+    pluginmanager.add_hookspecs(hookspecs)
+
+
+def pytest_addoption(parser: pytest.Parser) -> None:
+    options.add_options(parser)
+
+
+def pytest_qcrypto_plugins() -> list[Any]:
+    """The built-in crypto plugins join the registry through the same hook as everyone's."""
+    from pytest_qcrypto.backends import builtin_plugins
+
+    return list(builtin_plugins())
+
+
+def pytest_cmdline_main(config: pytest.Config) -> int | None:
+    if config.getoption("qcrypto_bare"):  # before configure: moves pytest's output to stderr
+        config.pluginmanager.register(options.StderrTerminal(), "qcrypto-stderr-terminal")
+    if config.getoption("qcrypto_list"):
+        run = QcryptoRun(config)
+        try:
+            lines = list_plugins(run.registry)
+        except RegistryError as exc:
+            sys.stderr.write(f"ERROR: {exc}\n")
+            return int(pytest.ExitCode.USAGE_ERROR)
+        sys.stdout.write("\n".join(lines) + "\n")
+        return 0
+    return None
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    config.addinivalue_line(
+        "markers",
+        "qcrypto(algorithms, plugins=None, sizes=None, decrypt=False), or qcrypto(callable=fn, "
+        "sizes=None, name=None): parametrize a test over algorithm x crypto plugin x buffer "
+        "size (or your callable x size); it gets the qcrypto_case and qcrypto_context fixtures.")
+    run = QcryptoRun(config)
+    try:
+        run.check()
+    except (SettingsError, RegistryError) as exc:
+        raise pytest.UsageError(options.for_command(config, str(exc))) from None
+    config.pluginmanager.register(run, RUN_NAME)
+    guard = RunGuard(config)
+    config.pluginmanager.register(guard, GUARD_NAME)
+    config.stash[FIXTURE_KEY] = run.fixture
+    config.stash[MATRIX_KEY] = Matrix(run)
+    config.pluginmanager.register(config.stash[MATRIX_KEY], MATRIX_NAME)
+    if run.gate_wanted:
+        run.start_gate(guard)
+    run.targets = remote_targets.start(config, run)  # --qcrypto-target, else None
+
+
+class RunSettings:
+    """The checked settings of one pytest run: options, crypto plugin registry, plugins."""
+
+    def __init__(self, config: pytest.Config) -> None:
+        self.config = config
+        opt = config.getoption
+        self.requested = any(opt(f"qcrypto_{o}") for o in catalog.OPTION_GROUPS)
+        from_command_line = config.args_source == pytest.Config.ArgsSource.ARGS
+        self.matrix_only = self.requested and not from_command_line
+        #: the regression gate's options, read by check(); the gate runs when it is wanted
+        self.gate_options: GateOptions = GateOptions()
+        self.names = PluginNames(lambda: self.registry)
+        self.target_options = remote_targets.TargetOptions()
+        #: the --qcrypto-target plugin, when targets are given
+        self.targets: remote_targets.Targets | None = None
+
+    # -- settings ----------------------------------------------------------------
+
+    def _ini_where(self, ini: str) -> str:
+        """``qcrypto_rounds in pytest.ini`` (or ``-o qcrypto_rounds``), for messages."""
+        return options.where(self.config, ini)
+
+    def _ini_or_option(self, option: str, ini: str) -> tuple[Any, str]:
+        """The option's value, else the ini key's (None if neither), and where it came from."""
+        return options.given(self.config, option)
+
+    @cached_property
+    def settings(self) -> Settings:
+        """The run's checked settings (algorithms are empty unless the matrix was asked for)."""
+        opt = self.config.getoption
+        algorithms = [a for o, parse in options.ALGORITHM_PARSERS.items()
+                      for a in parse(opt(f"qcrypto_{o}"), f"--qcrypto-{o}")]
+        if self.requested and not algorithms:
+            raise SettingsError("--qcrypto-digest/--qcrypto-cipher/--qcrypto-mac/--qcrypto-pkey/"
+                                "--qcrypto-kdf: no algorithm name given")
+        sizes_given, where = self._ini_or_option("qcrypto_size", "qcrypto_sizes")
+        sizes = settings.parse_sizes(sizes_given, where)
+        if not opt("qcrypto_skip_unsuited_sizes"):
+            settings.check_sizes(algorithms, sizes, where)
+        plugins, where = self._ini_or_option("qcrypto_plugin", "qcrypto_plugins")
+        settings.check_elements([str(p) for p in plugins or ()], where, "plugin names",
+                                "openssl,hashlib")
+        plugins = settings.split_list(plugins)
+        settings.check_plugin_count(plugins, where)
+        min_time, min_time_where = self._ini_or_option("qcrypto_min_time", "qcrypto_min_time")
+        rounds, rounds_where = self._ini_or_option("qcrypto_rounds", "qcrypto_rounds")
+        seed = opt("qcrypto_seed")
+        if seed is not None:
+            seed = settings.parse_seed(seed)
+        count, count_where = self._ini_or_option("qcrypto_count", "qcrypto_count")
+        roundtrip, check_roundtrip = opt("qcrypto_roundtrip"), opt("qcrypto_check_roundtrip")
+        settings.check_directions(opt("qcrypto_decrypt"), roundtrip, check_roundtrip)
+        return Settings(
+            algorithms=tuple(algorithms), plugins=tuple(plugins), sizes=sizes,
+            min_time=(settings.parse_min_time(min_time, min_time_where) if min_time is not None
+                      else settings.DEFAULT_MIN_TIME),
+            rounds=(settings.parse_rounds(rounds, rounds_where) if rounds is not None
+                    else settings.DEFAULT_ROUNDS),
+            decrypt=bool(opt("qcrypto_decrypt")), seed=seed,
+            count=settings.parse_count(count, count_where) if count is not None else None,
+            roundtrip=bool(roundtrip), check_roundtrip=bool(check_roundtrip))
+
+    @cached_property
+    def registry(self) -> Registry:
+        """Every ``pytest_qcrypto_plugins`` answer in registration order: built-ins first."""
+        found: list[object] = []
+        # pluggy calls the newest registration first; reverse so built-ins lead.
+        for result in reversed(self.config.hook.pytest_qcrypto_plugins()):
+            if isinstance(result, (list, tuple)):
+                found.extend(result)
+            else:
+                found.append(result)
+        return Registry(found)
+
+    @cached_property
+    def jobs(self) -> int:
+        """``--qcrypto-jobs``: processes that run each measurement at once (default 1)."""
+        value = self.config.getoption("qcrypto_jobs")
+        return 1 if value is None else jobs.parse_jobs(value)
+
+    @cached_property
+    def threads(self) -> int:
+        """``--qcrypto-threads`` (ini ``qcrypto_threads``): threads per measurement (default 1)."""
+        value, where = self._ini_or_option("qcrypto_threads", "qcrypto_threads")
+        return threads.parse_threads(value, where, self.jobs)
+
+    @cached_property
+    def time_limits(self) -> tuple[float | None, bool]:
+        """``--qcrypto-timeout`` in seconds (None: off) and ``--qcrypto-isolate``."""
+        s = self.settings
+        value, where = self._ini_or_option("qcrypto_timeout", "qcrypto_timeout")
+        seconds = qtimeout.parse_timeout(value, s.min_time, s.rounds, where)
+        isolate = bool(self.config.getoption("qcrypto_isolate"))
+        qtimeout.check_isolate(isolate)
+        return seconds, isolate
+
+    @cached_property
+    def output(self) -> Any:
+        """The checked ``--qcrypto-unit``, ``-format``, ``-plot`` and ``-bare`` (render.Output)."""
+        from pytest_qcrypto.output.plot import PLOTTER
+        from pytest_qcrypto.output.render import output_of
+
+        return output_of(self.config.getoption, PLOTTER)
+
+    @cached_property
+    def rng(self) -> Randomness:
+        return Randomness(self.settings.seed)
+
+    @cached_property
+    def selections(self) -> list[Selection]:
+        """The plugins of the matrix, as typed, checked against the registry."""
+        where = self._ini_or_option("qcrypto_plugin", "qcrypto_plugins")[1]
+        try:
+            chosen = [self.registry.resolve(t) for t in self.settings.plugins]
+        except RegistryError as exc:
+            if where.startswith("--"):
+                raise
+            raise RegistryError(f"{where}: {exc}") from None
+        seen: dict[str, str] = {}
+        for s in chosen:
+            if s.canonical in seen:
+                raise RegistryError(f"{where}: {s.typed!r} names the same plugin as "
+                                    f"{seen[s.canonical]!r}; give each plugin once")
+            seen[s.canonical] = s.typed
+        algs = self.settings.algorithms
+        if not chosen and algs and not any(a.rules.sized for a in algs):
+            # only public-key kinds and KDFs (few, slow cells): every plugin that has one
+            reg = self.registry
+            chosen = [Selection(p.name, p) for p in reg.plugins if reg.unavailable(p) is None
+                      and any(pkey_bench.listed_as(a) in reg.supported(p) for a in algs)]
+        if not chosen:
+            default = self.registry.default()
+            if default is None:
+                raise RegistryError("no crypto plugin is available here "
+                                    "(see pytest --qcrypto-list)")
+            chosen = [default]
+        return chosen
+
+    def check(self) -> None:
+        """Find every command-line problem before any test runs (raises for a usage error)."""
+        _ = self.settings, self.jobs, self.threads
+        if self.requested or self.config.getoption("qcrypto_plugin"):
+            _ = self.selections
+        if self.requested:
+            matrix.check_all(self)
+        self._check_ini_bools()
+        self.gate_options = read_options(self.config, self.names.canonical)
+        if self.output.plots:
+            from pytest_qcrypto.output import plot as plotting
+
+            for typed in self.config.getoption("qcrypto_plot"):
+                plotting.check_writable(typed)
+        _ = self.time_limits
+        self.target_options = remote_targets.read_options(self.config, self.gate_options.rules)
+
+    @property
+    def target_names(self) -> list[str]:  # --qcrypto-target: the matrix's rows are PLUGIN@NAME
+        return self.target_options.names if self.target_options.targets else []
+
+    def cases(self) -> Iterator[Case]:
+        """The speed matrix, in table order: algorithm, then plugin, then size."""
+        return matrix.cases(self)
+
+    def _check_ini_bools(self) -> None:
+        """A true/false ini key with another value: its name, file and the accepted words."""
+        for name in BOOL_INI:
+            try:
+                self.config.getini(name)
+            except (ValueError, TypeError, pytest.UsageError) as exc:
+                found = re.search(r"invalid truth value ('.*')$", str(exc))
+                raise SettingsError(settings.bool_problem(
+                    self._ini_where(name), found.group(1) if found else None)) from None
+
+
+
+class QcryptoRun(RunSettings):
+    """One pytest run: its settings, and its hooks, each forwarding to the part that acts."""
+
+    def __init__(self, config: pytest.Config) -> None:
+        super().__init__(config)
+        #: what the run measured (see pytest_qcrypto.pytest_side.ledger)
+        self.ledger = Ledger()
+        #: times each item's waits for a CPU (see pytest_qcrypto.measure.machine.WaitMeter)
+        self.meter = machine.WaitMeter()
+        #: the machine when the first context was opened (see pytest_qcrypto.measure.machine)
+        self.machine_state: machine.MachineState | None = None
+        #: set at the end of the run (pytest_sessionfinish)
+        self.session: pytest.Session | None = None
+
+    # -- the regression gate ---------------------------------------------------------
+
+    @property
+    def gate_wanted(self) -> bool:
+        return wanted(self.config, self.gate_options)
+
+    @property
+    def gate(self) -> GatePlugin | None:
+        """The regression gate, when the run has one."""
+        return self.config.stash.get(GATE_KEY, None)
+
+    def start_gate(self, guard: RunGuard) -> None:
+        """Register the regression gate (once)."""
+        if self.gate is None:
+            self.config.stash[GATE_KEY] = GatePlugin(
+                self.config, self.gate_options, self.ledger, self.names, guard.interrupts,
+                self._run_state)
+            self.config.pluginmanager.register(self.config.stash[GATE_KEY], "qcrypto-gate")
+
+    def _run_state(self) -> tuple[dict[str, Any], dict[str, Any] | None]:
+        """The run's min_time and rounds, and the machine state when measuring started."""
+        s, state = self.settings, self.machine_state
+        return ({"min_time_s": s.min_time, "rounds": s.rounds,
+                 **({"count": s.count} if s.count is not None else {})},
+                state.as_dict() if state is not None else None)
+
+    def pytest_collection_modifyitems(self, items: list[pytest.Item]) -> None:
+        if self.gate is None and any(has_floor_marker(item) for item in items):
+            self.start_gate(self._guard())  # a floor on a marker: the gate judges it
+
+    # -- results -----------------------------------------------------------------
+
+    def record(self, m: Measurement, verdict: gate.Verdict | None,
+               item: pytest.Item | None) -> None:
+        """Keep a measurement (the best try) and its verdict (called by the fixtures)."""
+        if verdict is not None and self.gate is not None:
+            self.gate.judged(verdict, item)
+        self.ledger.add(m, verdict, item.nodeid if item is not None else None)
+
+    @pytest.hookimpl(wrapper=True)
+    def pytest_runtest_protocol(self, item: pytest.Item) -> Generator[None, Any, Any]:
+        self.meter.start()  # the item's first measurement's wait for a CPU counts from here
+        return (yield)
+
+    @pytest.hookimpl(wrapper=True)
+    def pytest_runtest_makereport(self, item: pytest.Item,
+                                  call: pytest.CallInfo[None]) -> Generator[None, Any, Any]:
+        report = yield
+        case = case_of(item)
+        if self.gate is not None:
+            self.gate.on_report(case, report)  # compare mode: a skipped baseline cell fails
+        if case is not None and not report.passed:
+            self.ledger.mark_report(case, report)  # a skipped or failed cell of the tables
+        return report
+
+    def tables(self) -> list[Any]:
+        """One table per (algorithm, direction), in matrix order then first-seen order; the
+        matrix's show each of its plugins and sizes (``-`` where an interrupt left a cell)."""
+        if not self.requested:
+            return self.ledger.tables([])
+        cases = list(self.cases())  # its rows are the cases' plugins (PLUGIN@TARGET too)
+        plugins = list(dict.fromkeys(c.plugin for c in cases))
+        return with_every_cell(self.ledger.tables(plugins), {c.algorithm for c in cases},
+                               plugins, self.settings.sizes)
+
+    @pytest.hookimpl(tryfirst=True)  # (the gate saves its file first, see gate_plugin)
+    def pytest_sessionfinish(self, session: pytest.Session) -> None:
+        self.session = session  # the summary below may still set its exit status
+        self._guard().interrupts.release()
+
+    def _guard(self) -> RunGuard:
+        guard: RunGuard = self.config.pluginmanager.get_plugin(GUARD_NAME)
+        return guard
+
+    def pytest_terminal_summary(self, terminalreporter: Any) -> None:
+        gate = self.gate
+        gate_lines = (settings.unused_direction(self.settings) if self.requested else []) + (
+            gate.summary_lines() if gate else [])
+        output = self.output
+        if not self.ledger.cells and output.plots:  # as --qcrypto-save: no empty file
+            gate_lines.append(f"qcrypto: nothing was measured: {', '.join(output.plots)} not "
+                              "written")
+            output = replace(output, plots=())
+        if not self.ledger.cells and not gate_lines:
+            return
+        from pytest_qcrypto.output.plot import PLOTTER
+        from pytest_qcrypto.output.render import write_summary
+        from pytest_qcrypto.output.report import baseline_tables
+
+        verbose = self.config.getoption("verbose") > 0
+        # the tables in the chosen format, each with its change against the baseline;
+        # also the step summary and the plot, which, if they cannot be written, fail
+        # the run as a failed --qcrypto-save does
+        problems = write_summary(terminalreporter, self.tables(), output, verbose,
+                                 after_table=gate.after_table if gate else None,
+                                 baseline=baseline_tables(gate.options.baseline if gate else None),
+                                 plotter=PLOTTER,
+                                 gate_tables=gate.summary_tables() if gate else None)
+        if problems and self.session is not None and self.session.exitstatus in (
+                pytest.ExitCode.OK, pytest.ExitCode.NO_TESTS_COLLECTED):
+            self.session.exitstatus = pytest.ExitCode.TESTS_FAILED
+        # where the time goes (--qcrypto-model or -v), noisy figures, the machine-state
+        # warning, per-worker figures (verbose)
+        explicit = bool(self.config.getoption("qcrypto_model"))
+        notes = cost_model.summary_lines(self.ledger.measurements, explicit) \
+            if explicit or verbose else []
+        notes += machine.summary_lines(self.machine_state, self.ledger.measurements,
+                                      max(self.jobs, self.threads), verbose)
+        for line in ([""] if notes else []) + notes:
+            terminalreporter.write_line(line)
+        for line in ([""] if self.ledger.cells and gate_lines else []) + gate_lines:
+            terminalreporter.write_line(line)
+
+    # -- fixtures ----------------------------------------------------------------
+
+    def fixture(self, item: pytest.Item | None = None) -> Any:
+        """The ``qcrypto`` fixture of ``item``: its measurements are judged by the gate (when
+        the run has one) and recorded for the item."""
+        from pytest_qcrypto.pytest_side.fixture import MeasureOptions, QcryptoFixture
+
+        s = self.settings
+        if self.machine_state is None:
+            self.machine_state = machine.capture()
+        timeout, isolate = self.time_limits
+        options = MeasureOptions(s.min_time, s.rounds, self.jobs, timeout, isolate, s.count,
+                                 s.check_roundtrip, threads=self.threads)
+        interrupts = self._guard().interrupts
+        gate = self.gate
+        criteria = (lambda m: gate.criteria(m, item)) if gate is not None else None
+        if self.targets is not None:  # --qcrypto-compare-target judges targets against one
+            criteria = self.targets.criteria(criteria)
+        return QcryptoFixture(
+            lambda: self.registry, lambda m, verdict: self.record(m, verdict, item), self.rng,
+            options, interrupted=lambda: interrupts.seen is not None,
+            criteria=criteria, meter=self.meter, targets=self.targets)
