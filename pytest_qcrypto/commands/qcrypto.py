@@ -16,7 +16,7 @@ one this parser finds).  :mod:`pytest_qcrypto.pytest_side.progress` adds the pro
 standard error, and ends an interrupted run with one line.  ``speed``
 adds ``--qcrypto-bare``: the plugin then writes the results alone to standard
 output and pytest's own lines (progress, failures) to standard error, which
-:class:`pytest_qcrypto.pytest_side.options.StderrTerminal` arranges; and the hidden
+:class:`pytest_qcrypto.pytest_side.progress.StderrTerminal` arranges; and the hidden
 ``--qcrypto-command=qcrypto``, so that messages point to ``qcrypto list``.
 Every ``--qcrypto-*`` option of the pytest plugin passes through unchanged.
 

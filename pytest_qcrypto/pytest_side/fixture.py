@@ -364,22 +364,14 @@ class QcryptoFixture:
             raise first
 
 
-# -- the fixtures (pytest finds them through pytest_qcrypto.plugin) ------------------------
+# -- the fixtures' work (pytest finds the fixtures in pytest_qcrypto.plugin) ----------------
 
 #: Where the fixtures find how the run makes a ``qcrypto`` fixture for an item.
 FIXTURE_KEY = pytest.StashKey[Callable[[pytest.Item], QcryptoFixture]]()
 
 
-@pytest.fixture
-def qcrypto(request: pytest.FixtureRequest) -> Iterator[QcryptoFixture]:
-    """Open, measure and record crypto contexts in your own tests.
-
-    ``qcrypto.open(algorithm, plugin)`` returns a context with
-    ``measure(size_bytes) -> Measurement`` (``.kib_per_s``, ``.count``,
-    ``.rounds_s``); contexts close when the test ends.  Skips when the plugin is
-    unavailable or lacks the algorithm.  ``qcrypto.measure_callable(fn, size=4096,
-    name="encrypt_record")`` times your own code, ``fn(data)``, the same way.
-    """
+def qcrypto_fixture(request: pytest.FixtureRequest) -> Iterator[QcryptoFixture]:
+    """The ``qcrypto`` fixture of ``request``'s item, closed (its contexts too) at teardown."""
     fixture = request.config.stash[FIXTURE_KEY](request.node)
     try:
         yield fixture
@@ -390,9 +382,8 @@ def qcrypto(request: pytest.FixtureRequest) -> Iterator[QcryptoFixture]:
             fail(f"{fixture.failed_close}: close() failed: {limits.plugin_error(exc)}")
 
 
-@pytest.fixture
-def qcrypto_case(request: pytest.FixtureRequest) -> Case:
-    """The (algorithm, plugin, size) of this item: set by the matrix or ``@pytest.mark.qcrypto``."""
+def case_of_request(request: pytest.FixtureRequest) -> Case:
+    """The ``qcrypto_case`` of ``request``'s item: set by the matrix or the marker."""
     case = request.node.stash.get(CASE_KEY, None)
     if case is None:
         pytest.fail("qcrypto_case needs @pytest.mark.qcrypto(algorithms=..., ...) on the test",
@@ -400,15 +391,10 @@ def qcrypto_case(request: pytest.FixtureRequest) -> Case:
     return case
 
 
-@pytest.fixture
-def qcrypto_context(request: pytest.FixtureRequest, qcrypto: QcryptoFixture,
-                    qcrypto_case: Case) -> MeasuredContext:
-    """The open, keyed context of this item's (algorithm, plugin); closed at teardown.
-
-    A software context, a /dev/crypto session or an AF_ALG socket.  Its
-    ``measure(size)`` checks the known-answer vectors first, then times.  Under
-    ``@pytest.mark.qcrypto(callable=fn, ...)``: the callable (:meth:`QcryptoFixture.open_callable`).
-    """
+def context_of_request(request: pytest.FixtureRequest, qcrypto: QcryptoFixture,
+                       qcrypto_case: Case) -> MeasuredContext:
+    """The ``qcrypto_context`` of ``request``'s item: the case's open context, or under
+    ``@pytest.mark.qcrypto(callable=fn, ...)`` the callable (:meth:`QcryptoFixture.open_callable`)."""
     marker = request.node.get_closest_marker("qcrypto")
     if marker is not None and "callable" in marker.kwargs:
         return qcrypto.open_callable(marker.kwargs["callable"], qcrypto_case.algorithm,
