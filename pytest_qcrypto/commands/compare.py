@@ -31,6 +31,8 @@ bad file or option (one line on standard error); 0 otherwise.
 
 from __future__ import annotations
 
+from pytest_qcrypto.measure import counting
+
 import re
 import sys
 from collections.abc import Sequence
@@ -142,7 +144,8 @@ def measurement(r: results.Result) -> Measurement:
         count, rounds, figure_only = 1, (per_iteration * (r.size or 1) / r.bytes_per_second,), True
     return Measurement(r.algorithm, r.plugin, r.size, r.direction, count, rounds,
                        tuple(r.cpu_s), r.canonical_plugin, r.operation, r.driver, r.hardware,
-                       jobs=r.jobs, figure_only=figure_only, iv=r.iv, threads=r.threads)
+                       jobs=r.jobs, figure_only=figure_only, iv=r.iv, threads=r.threads,
+                       counted=counting.from_record(r.instructions) if r.instructions else None)
 
 
 def verdicts_of(rules: GateRules, baselines: Baselines,

@@ -28,12 +28,13 @@ from typing import Any, NoReturn
 import pytest
 
 from pytest_qcrypto.measure import bench, callables
-from pytest_qcrypto.gate import verdicts as gate
+from pytest_qcrypto.gate import counted as counted_gate, verdicts as gate
 from pytest_qcrypto.measure import limits, pkey_bench
 from pytest_qcrypto.backends.base import AuthenticationError, Unavailable, Unsupported
 from pytest_qcrypto.measure.bench import BenchContext, Case, Randomness
 from pytest_qcrypto.measure.harness import Measurement, TimerError
 from pytest_qcrypto.measure.isolate import IsolatedError
+from pytest_qcrypto.measure.counting import CountingError
 from pytest_qcrypto.measure.jobs import JobsError
 from pytest_qcrypto.checks.known_answers import KnownAnswerError
 from pytest_qcrypto.measure.machine import WaitMeter
@@ -84,6 +85,8 @@ class MeasureOptions:
     count: int | None = None
     check_roundtrip: bool = False
     threads: int = 1
+    #: ``--qcrypto-measure``: ``time``, or ``instructions`` (pytest_qcrypto.measure.counting)
+    measure: str = "time"
 
 
 def fail(message: str) -> NoReturn:
@@ -165,6 +168,12 @@ class MeasuredContext:
         if self._criteria is None:  # the regression gate is off
             self._record(m, None)
             return m
+        if m.counted is not None:  # counted instructions: one count, its own rule
+            verdict = counted_gate.judge(m, self._criteria(m))
+            self._record(verdict.measurement, verdict)
+            if verdict.failed:
+                pytest.fail(verdict.message, pytrace=False)
+            return m
         first_wait = self._meter.share() if self._meter is not None else None
         verdict = retry(m, lambda: self._measure(size, way, options), self._criteria(m),
                         first_wait)
@@ -183,7 +192,10 @@ class MeasuredContext:
         if self.bench.closed:
             fail(f"{who} {at}: not measured, the context is closed")
         try:
-            return self.bench.measure(size, **way, **dataclasses.asdict(options))
+            kwargs = dataclasses.asdict(options)
+            if kwargs["measure"] == "time":  # what a target's older version does not know
+                del kwargs["measure"]
+            return self.bench.measure(size, **way, **kwargs)
         except limits.MeasurementTimeout as exc:
             fail(f"timed out after {exc.seconds:g} s in {who} {at}")
         except limits.CallTimeout as exc:
@@ -196,7 +208,7 @@ class MeasuredContext:
             pytest.skip(f"{who}: {exc}")
         except AuthenticationError as exc:
             fail(f"{who} {at}: authentication failed: {exc}")
-        except (TimerError, JobsError) as exc:
+        except (TimerError, JobsError, CountingError) as exc:
             fail(f"{who} {at}: {exc}")
         except OSError as exc:
             driver = f" (driver {self.driver})" if self.driver else ""

@@ -28,8 +28,8 @@ from typing import Any
 import pytest
 
 from pytest_qcrypto.algorithms import catalog
-from pytest_qcrypto.gate import verdicts as gate
-from pytest_qcrypto.measure import jobs, limits
+from pytest_qcrypto.gate import counted as counted_gate, verdicts as gate
+from pytest_qcrypto.measure import counting, jobs, limits
 from pytest_qcrypto.output import render
 from pytest_qcrypto.algorithms import settings
 from pytest_qcrypto.measure import threads
@@ -283,6 +283,19 @@ OPTIONS: tuple[Option, ...] = (
                 "context; summed as --qcrypto-jobs), and measure it in one thread too: a line "
                 "under the table says whether the library releases the GIL (default 1)."),
     # checked by pytest_qcrypto.pytest_side.targets.read_options
+    Option("--qcrypto-measure", metavar="WHAT", ini="qcrypto_measure",
+           parse=counting.parse_measure, ini_help="default --qcrypto-measure.",
+           help="time (default): the clock, in KiB/s; instructions: count the instructions "
+                "one operation takes (valgrind's cachegrind, or the PMU where "
+                "perf_event_open counts them), in instructions per byte or per operation, "
+                "which neighbours and CPU frequency cannot move. Not for kernel plugins, "
+                "targets, --qcrypto-jobs or --qcrypto-threads."),
+    Option("--qcrypto-instructions-threshold", metavar="PCT",
+           ini="qcrypto_instructions_threshold", parse=gate.parse_percent,
+           ini_help="default --qcrypto-instructions-threshold, percent.",
+           help="with --qcrypto-measure=instructions: percent more instructions per operation "
+                f"than the baseline's that fails a cell (default "
+                f"{counted_gate.DEFAULT_THRESHOLD:g}%%).  Only with --qcrypto-compare."),
     Option("--qcrypto-target", action="append", metavar="NAME=SPEC", default=[],
            ini="qcrypto_targets", ini_type="linelist",
            ini_help="targets to measure on, one NAME=SPEC a line (like --qcrypto-target).",

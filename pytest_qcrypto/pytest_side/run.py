@@ -36,6 +36,7 @@ from pytest_qcrypto.pytest_side.matrix import MATRIX_KEY, Matrix, RunGuard, case
 from pytest_qcrypto.measure.registry import (  # noqa: F401
     Registry, RegistryError, Selection, list_plugins)
 from pytest_qcrypto.algorithms.settings import Settings, SettingsError
+from pytest_qcrypto.pytest_side import counting as counting_side
 from pytest_qcrypto.output.tables import with_every_cell
 from pytest_qcrypto.measure import limits as qtimeout, threads
 
@@ -254,6 +255,7 @@ class RunSettings:
                 plotting.check_writable(typed)
         _ = self.time_limits
         self.target_options = remote_targets.read_options(self.config, self.gate_options.rules)
+        self.counting = counting_side.read(self.config, self.jobs, self.threads)
 
     @property
     def target_names(self) -> list[str]:  # --qcrypto-target: the matrix's rows are PLUGIN@NAME
@@ -414,12 +416,14 @@ class QcryptoRun(RunSettings):
             self.machine_state = machine.capture()
         timeout, isolate = self.time_limits
         options = MeasureOptions(s.min_time, s.rounds, self.jobs, timeout, isolate, s.count,
-                                 s.check_roundtrip, threads=self.threads)
+                                 s.check_roundtrip, threads=self.threads,
+                                 measure=self.counting.measure)
         interrupts = self._guard().interrupts
         gate = self.gate
         criteria = (lambda m: gate.criteria(m, item)) if gate is not None else None
         if self.targets is not None:  # --qcrypto-compare-target judges targets against one
             criteria = self.targets.criteria(criteria)
+        criteria = counting_side.judged_by_count(criteria, self.counting)
         return QcryptoFixture(
             lambda: self.registry, lambda m, verdict: self.record(m, verdict, item), self.rng,
             options, interrupted=lambda: interrupts.seen is not None,
