@@ -42,7 +42,8 @@ from typing import Any
 import pytest
 
 from pytest_qcrypto.algorithms import catalog
-from pytest_qcrypto.gate import compare, verdicts as gate
+from pytest_qcrypto.gate import compare, counted as counted_gate, verdicts as gate
+from pytest_qcrypto.pytest_side import counting as counting_side
 from pytest_qcrypto.output import report
 from pytest_qcrypto.results import store as results
 from pytest_qcrypto.pytest_side.options import BOOL_INI
@@ -96,6 +97,11 @@ class _Command:
             output = parse_output(self.unit, self.fmt)
             base = _load(self.base, "BASE")
             current = _load(self.current, "CURRENT")
+            why = counted_gate.mismatch(counted_gate.kind_of(base), counted_gate.kind_of(current),
+                                        self.base)
+            if why:
+                raise SettingsError(why)
+            rules.instructions = counting_side.read(config, 1, 1).threshold  # type: ignore
         except (SettingsError, results.ResultsError) as exc:
             sys.stderr.write(f"ERROR: {COMMAND}: {str(exc).removeprefix('--qcrypto-compare: ')}\n")
             return USAGE_ERROR
@@ -164,7 +170,11 @@ def verdicts_of(rules: GateRules, baselines: Baselines,
                                          lambda typed: _version(current, typed))
 
         c = gate.criteria(rules, m, names, base, None, differences)
-        verdict = gate.judge([m], [r.cpu_wait_share], c, more=False)
+        if m.counted is not None:  # counted instructions: the instruction gate's own rule
+            threshold = getattr(rules, "instructions", counted_gate.threshold_rule())
+            verdict = counted_gate.judge(m, counted_gate.criteria(c, threshold))
+        else:
+            verdict = gate.judge([m], [r.cpu_wait_share], c, more=False)
         assert verdict is not None  # more=False: always a verdict
         suspicious = speedup_failure(verdict, rules)  # None unless qcrypto_strict
         if suspicious:

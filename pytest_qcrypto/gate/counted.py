@@ -49,7 +49,7 @@ def kind_of(results: Any) -> str:
 def mismatch(base_kind: str, current_kind: str, base_name: str = "the baseline") -> str:
     """Why a run measured as ``current_kind`` cannot be judged against ``base_name`` of
     ``base_kind`` (empty: it can)."""
-    if base_kind == current_kind:
+    if current_kind in (base_kind,):
         return ""
     words = {"time": "timed (--qcrypto-measure=time)",
              "instructions": "counted in instructions (--qcrypto-measure=instructions)",

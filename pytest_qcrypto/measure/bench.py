@@ -14,7 +14,6 @@ from pytest_qcrypto.measure.registry import Selection
 
 from __future__ import annotations
 
-import sys
 from collections.abc import Callable
 from typing import Any
 from dataclasses import dataclass
@@ -195,7 +194,7 @@ class BenchContext:
         _check_measurable(self, size, min_time, rounds, jobs, way)
         threaded.check_threads(threads, jobs)
         if measure == "instructions":  # counted in child processes (measure/counting.py)
-            return counted_measurement(self, size, way, jobs, threads, timeout)
+            return counting.counted_measurement(self, size, way, jobs, threads, timeout)
         body = partial(_measure_here, self, size, way, min_time, rounds, jobs, threads)
         if self.context is None:  # opened, measured and closed in the child
             return isolation.run_isolated(partial(_open_and_measure, self, body), timeout,
@@ -294,10 +293,8 @@ class _Way:
 
 def prepare(bench: BenchContext, size: int, way: _Way) -> tuple[Callable[[int], None], Direction,
                                                                  int, Workload, Callable[..., Any]]:
-    """Everything before the timed rounds of :func:`_measure_here`: known answers, the
-    workload, the round trip of the benchmark buffer, and the checked runner.  Returns
-    (the runner, the direction, the size: 0 for a size-less cell, the workload, and the
-    function that makes a checked runner of another context of the same key)."""
+    """Before the timed rounds of :func:`_measure_here`: known answers, workload, round trip;
+    (the checked runner, direction, size: 0 if size-less, workload, the runner maker)."""
     bench.check()
     alg, typed = bench.algorithm, bench.selection.typed
     sized = alg.rules.sized
@@ -361,33 +358,6 @@ def _measure_here(bench: BenchContext, size: int, way: _Way, min_time: float, ro
         jobs=jobs if jobs > 1 else 1, workers=workers, calibration_note=timing.note,
         iv=bytes(first_iv).hex(), threads=threads, one_thread_bps=one_thread,
         threads_cpu_wait=getattr(timing, "cpu_wait", None))
-
-
-def counted_measurement(bench: BenchContext, size: int, way: _Way, jobs: int, threads: int,
-                        timeout: float | None) -> Measurement:
-    """``--qcrypto-measure=instructions``: the instructions of one operation, counted in a
-    child process (:func:`pytest_qcrypto.measure.counting.count`), as a :class:`Measurement`
-    with :attr:`~Measurement.counted` set.  ``Unsupported`` with the reason for a plugin whose
-    work runs outside the process, or with jobs or threads."""
-    why = counting.refusal(getattr(bench.selection.plugin, "outside_process", ""), jobs,
-                           threads)
-    if why:
-        raise Unsupported(why)
-    alg = bench.algorithm
-    spec = counting.Spec(bench.selection, alg.name,
-                         bench.rng.seed if bench.rng.seed is not None else counting.DEFAULT_SEED,
-                         size if alg.rules.sized else 0, way.decrypt, way.roundtrip,
-                         way.check_roundtrip, way.operation, tuple(sys.path))
-    c = counting.count(spec, timeout)
-    direction = alg.direction(way.decrypt, way.roundtrip) if alg.rules.sized else \
-        pkey_bench.direction(alg, way.operation)
-    iterations = c.counts[1] - c.counts[0]
-    return Measurement(
-        algorithm=alg.name, plugin=bench.selection.typed, size=spec.size, direction=direction,
-        count=iterations, rounds_s=counting.nominal_rounds(c, iterations),
-        canonical_plugin=bench.selection.canonical,
-        operation=catalog.ROUNDTRIP_OPERATION if way.roundtrip else alg.operation,
-        counted=c)
 
 
 class OpenError(Exception):

@@ -40,7 +40,10 @@ from pathlib import Path
 from typing import Any
 
 from pytest_qcrypto.algorithms.settings import SettingsError
-from pytest_qcrypto.measure import cpu_features, perf_counter
+from pytest_qcrypto.algorithms import catalog
+from pytest_qcrypto.backends.base import Unsupported
+from pytest_qcrypto.measure import cpu_features, perf_counter, pkey_bench
+from pytest_qcrypto.measure.harness import Measurement
 
 #: ``--qcrypto-measure`` choices: the clock (default) or counted instructions.
 MEASURES = ("time", "instructions")
@@ -265,3 +268,30 @@ def valgrind_version() -> str:
                               timeout=10).stdout.strip()
     except (OSError, subprocess.SubprocessError):
         return ""
+
+
+def counted_measurement(bench: Any, size: int, way: Any, jobs: int, threads: int,
+                        timeout: float | None) -> Measurement:
+    """``--qcrypto-measure=instructions``: the instructions of one operation, counted in a
+    child process (:func:`pytest_qcrypto.measure.count`), as a :class:`Measurement`
+    with :attr:`~Measurement.counted` set.  ``Unsupported`` with the reason for a plugin whose
+    work runs outside the process, or with jobs or threads."""
+    why = refusal(getattr(bench.selection.plugin, "outside_process", ""), jobs,
+                           threads)
+    if why:
+        raise Unsupported(why)
+    alg = bench.algorithm
+    spec = Spec(bench.selection, alg.name,
+                         bench.rng.seed if bench.rng.seed is not None else DEFAULT_SEED,
+                         size if alg.rules.sized else 0, way.decrypt, way.roundtrip,
+                         way.check_roundtrip, way.operation, tuple(sys.path))
+    c = count(spec, timeout)
+    direction = alg.direction(way.decrypt, way.roundtrip) if alg.rules.sized else \
+        pkey_bench.direction(alg, way.operation)
+    iterations = c.counts[1] - c.counts[0]
+    return Measurement(
+        algorithm=alg.name, plugin=bench.selection.typed, size=spec.size, direction=direction,
+        count=iterations, rounds_s=nominal_rounds(c, iterations),
+        canonical_plugin=bench.selection.canonical,
+        operation=catalog.ROUNDTRIP_OPERATION if way.roundtrip else alg.operation,
+        counted=c)

@@ -23,7 +23,7 @@ import pytest
 from pytest_qcrypto.algorithms import catalog, settings
 from pytest_qcrypto.gate import verdicts as gate
 from pytest_qcrypto.measure import cost_model, jobs, machine, pkey_bench
-from pytest_qcrypto.pytest_side import matrix, options, targets as remote_targets
+from pytest_qcrypto.pytest_side import counting as counting_side, matrix, options, targets as remote_targets
 from pytest_qcrypto.measure.bench import Case, Randomness
 from pytest_qcrypto.pytest_side.gate import (GATE_KEY, GateOptions, GatePlugin, PluginNames,
                                              has_floor_marker, read_options, wanted)
@@ -36,7 +36,6 @@ from pytest_qcrypto.pytest_side.matrix import MATRIX_KEY, Matrix, RunGuard, case
 from pytest_qcrypto.measure.registry import (  # noqa: F401
     Registry, RegistryError, Selection, list_plugins)
 from pytest_qcrypto.algorithms.settings import Settings, SettingsError
-from pytest_qcrypto.pytest_side import counting as counting_side
 from pytest_qcrypto.output.tables import with_every_cell
 from pytest_qcrypto.measure import limits as qtimeout, threads
 
@@ -416,14 +415,13 @@ class QcryptoRun(RunSettings):
             self.machine_state = machine.capture()
         timeout, isolate = self.time_limits
         options = MeasureOptions(s.min_time, s.rounds, self.jobs, timeout, isolate, s.count,
-                                 s.check_roundtrip, threads=self.threads,
-                                 measure=self.counting.measure)
+                                 s.check_roundtrip, self.threads, self.counting.measure)
         interrupts = self._guard().interrupts
         gate = self.gate
         criteria = (lambda m: gate.criteria(m, item)) if gate is not None else None
         if self.targets is not None:  # --qcrypto-compare-target judges targets against one
             criteria = self.targets.criteria(criteria)
-        criteria = counting_side.judged_by_count(criteria, self.counting)
+        criteria = counting_side.judged_by_count(criteria, self.counting)  # instructions
         return QcryptoFixture(
             lambda: self.registry, lambda m, verdict: self.record(m, verdict, item), self.rng,
             options, interrupted=lambda: interrupts.seen is not None,
