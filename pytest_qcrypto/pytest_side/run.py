@@ -23,7 +23,8 @@ import pytest
 from pytest_qcrypto.algorithms import catalog, settings
 from pytest_qcrypto.gate import verdicts as gate
 from pytest_qcrypto.measure import cost_model, jobs, machine, pkey_bench
-from pytest_qcrypto.pytest_side import counting as counting_side, matrix, options, targets as remote_targets
+from pytest_qcrypto.pytest_side import counting as counting_side
+from pytest_qcrypto.pytest_side import matrix, options, targets as remote_targets
 from pytest_qcrypto.measure.bench import Case, Randomness
 from pytest_qcrypto.pytest_side.gate import (GATE_KEY, GateOptions, GatePlugin, PluginNames,
                                              has_floor_marker, read_options, wanted)
