@@ -32,6 +32,8 @@ OPTIONS_BEFORE = [
     # issue 16: other interpreters and hosts, A/B in one run
     ("--qcrypto-target", "NAME=SPEC"), ("--qcrypto-interleave", None),
     ("--qcrypto-compare-target", "NAME"),
+    # issue 23: counted instructions
+    ("--qcrypto-measure", "WHAT"), ("--qcrypto-instructions-threshold", "PCT"),
 ]
 #: Every ini key and its type as pytest --help showed them before the table.
 INI_BEFORE = [
@@ -44,6 +46,7 @@ INI_BEFORE = [
     ("qcrypto_count", "string"),  # issue 13
     ("qcrypto_max_speedup", "string"), ("qcrypto_strict", "bool"),  # issue 14
     ("qcrypto_targets", "linelist"),  # issue 16
+    ("qcrypto_measure", "string"), ("qcrypto_instructions_threshold", "string"),  # issue 23
 ]
 
 

@@ -28,12 +28,13 @@ from typing import Any, NoReturn
 import pytest
 
 from pytest_qcrypto.measure import bench, callables
-from pytest_qcrypto.gate import verdicts as gate
+from pytest_qcrypto.gate import counted as counted_gate, verdicts as gate
 from pytest_qcrypto.measure import limits, pkey_bench
 from pytest_qcrypto.backends.base import AuthenticationError, Unavailable, Unsupported
 from pytest_qcrypto.measure.bench import BenchContext, Case, Randomness
 from pytest_qcrypto.measure.harness import Measurement, TimerError
 from pytest_qcrypto.measure.isolate import IsolatedError
+from pytest_qcrypto.measure.counting import CountingError
 from pytest_qcrypto.measure.jobs import JobsError
 from pytest_qcrypto.checks.known_answers import KnownAnswerError
 from pytest_qcrypto.measure.machine import WaitMeter
@@ -84,6 +85,7 @@ class MeasureOptions:
     count: int | None = None
     check_roundtrip: bool = False
     threads: int = 1
+    measure: str = "time"  # or "instructions": --qcrypto-measure (measure/counting.py)
 
 
 def fail(message: str) -> NoReturn:
@@ -166,8 +168,8 @@ class MeasuredContext:
             self._record(m, None)
             return m
         first_wait = self._meter.share() if self._meter is not None else None
-        verdict = retry(m, lambda: self._measure(size, way, options), self._criteria(m),
-                        first_wait)
+        verdict = counted_gate.judge(m, self._criteria(m)) if m.counted is not None else \
+            retry(m, lambda: self._measure(size, way, options), self._criteria(m), first_wait)
         if self._meter is not None:
             self._meter.start()  # the next measurement of this item is timed from here
         self._record(verdict.measurement, verdict)
@@ -183,7 +185,9 @@ class MeasuredContext:
         if self.bench.closed:
             fail(f"{who} {at}: not measured, the context is closed")
         try:
-            return self.bench.measure(size, **way, **dataclasses.asdict(options))
+            kwargs = dataclasses.asdict(options)  # "time": unsaid (older targets lack it)
+            return self.bench.measure(size, **way, **{k: v for k, v in kwargs.items()
+                                                      if (k, v) != ("measure", "time")})
         except limits.MeasurementTimeout as exc:
             fail(f"timed out after {exc.seconds:g} s in {who} {at}")
         except limits.CallTimeout as exc:
@@ -196,7 +200,7 @@ class MeasuredContext:
             pytest.skip(f"{who}: {exc}")
         except AuthenticationError as exc:
             fail(f"{who} {at}: authentication failed: {exc}")
-        except (TimerError, JobsError) as exc:
+        except (TimerError, JobsError, CountingError) as exc:
             fail(f"{who} {at}: {exc}")
         except OSError as exc:
             driver = f" (driver {self.driver})" if self.driver else ""

@@ -310,11 +310,25 @@ OPTIONS: tuple[Option, ...] = (
            help="run each measurement in N processes at once and report their summed "
                 "throughput (total bytes over the common wall time), like openssl speed "
                 "-multi; 'auto' = one per CPU (default 1)."),
-    Option("--qcrypto-threads", metavar="N", ini="qcrypto_threads", parse=_reader("measure.threads", "parse_threads"),
+    Option("--qcrypto-threads", metavar="N", ini="qcrypto_threads",
+           parse=_reader("measure.threads", "parse_threads"),
            ini_help="default --qcrypto-threads.",
            help="run each measurement in N threads of this process at once (each its own "
                 "context; summed as --qcrypto-jobs), and measure it in one thread too: a line "
                 "under the table says whether the library releases the GIL (default 1)."),
+    Option("--qcrypto-measure", metavar="WHAT", ini="qcrypto_measure",
+           parse=_reader("measure.counting", "parse_measure"), ini_help="default --qcrypto-measure.",
+           help="time (default): the clock, in KiB/s; instructions: count the instructions "
+                "one operation takes (valgrind's cachegrind, or the PMU where "
+                "perf_event_open counts them), in instructions per byte or per operation, "
+                "which neighbours and CPU frequency cannot move. Not for kernel plugins, "
+                "targets, --qcrypto-jobs or --qcrypto-threads."),
+    Option("--qcrypto-instructions-threshold", metavar="PCT",
+           ini="qcrypto_instructions_threshold", parse=_reader("gate.verdicts", "parse_percent"),
+           ini_help="default --qcrypto-instructions-threshold, percent.",
+           help=lambda: "with --qcrypto-measure=instructions: percent more instructions per "
+                "operation than the baseline's that fails a cell (default "
+                f"{_module('gate.counted').DEFAULT_THRESHOLD:g}%%).  Only with --qcrypto-compare."),
     # checked by pytest_qcrypto.pytest_side.targets.read_options
     Option("--qcrypto-target", action="append", metavar="NAME=SPEC", default=[],
            ini="qcrypto_targets", ini_type="linelist",

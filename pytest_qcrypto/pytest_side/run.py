@@ -24,6 +24,7 @@ import pytest
 from pytest_qcrypto.algorithms import catalog, settings
 from pytest_qcrypto.gate import verdicts as gate
 from pytest_qcrypto.measure import cost_model, jobs, machine, pkey_bench
+from pytest_qcrypto.pytest_side import counting as counting_side
 from pytest_qcrypto.pytest_side import matrix, options, progress, targets as remote_targets
 from pytest_qcrypto.measure.bench import Case, Randomness
 from pytest_qcrypto.pytest_side.gate import (GATE_KEY, GateOptions, GatePlugin, PluginNames,
@@ -238,6 +239,7 @@ class RunSettings:
                 plotting.check_writable(typed)
         _ = self.time_limits
         self.target_options = remote_targets.read_options(self.config, self.gate_options.rules)
+        self.counting = counting_side.read(self.config, self.jobs, self.threads)
 
     @property
     def target_names(self) -> list[str]:  # --qcrypto-target: the matrix's rows are PLUGIN@NAME
@@ -398,12 +400,13 @@ class QcryptoRun(RunSettings):
             self.machine_state = machine.capture()
         timeout, isolate = self.time_limits
         options = MeasureOptions(s.min_time, s.rounds, self.jobs, timeout, isolate, s.count,
-                                 s.check_roundtrip, threads=self.threads)
+                                 s.check_roundtrip, self.threads, self.counting.measure)
         interrupts = self._guard().interrupts
         gate = self.gate
         criteria = (lambda m: gate.criteria(m, item)) if gate is not None else None
         if self.targets is not None:  # --qcrypto-compare-target judges targets against one
             criteria = self.targets.criteria(criteria)
+        criteria = counting_side.judged_by_count(criteria, self.counting)  # instructions
         return QcryptoFixture(
             lambda: self.registry, lambda m, verdict: self.record(m, verdict, item), self.rng,
             options, interrupted=lambda: interrupts.seen is not None,
