@@ -132,3 +132,69 @@ def test_two_runs_of_one_cell_agree_within_half_a_percent() -> None:
     # hashlib's sha256 of 256 bytes: 4 compression blocks and the Python call around them
     assert 5_000 < a.per_operation < 40_000
     assert a.method == counting.VALGRIND and a.features is not None
+
+
+LOOP_CONFTEST = '''
+from pytest_qcrypto.backends.hashlib import HashlibPlugin
+
+
+class Looped(HashlibPlugin):
+    """hashlib's sha256, then a pure-Python loop of LOOP iterations an operation."""
+    aliases = ()
+    default_rank = 990
+    library = "hashlib and a loop"
+    LOOP = 0
+
+    def open(self, algorithm, key, variant=None):
+        ctx = super().open(algorithm, key, variant)
+        real, loop = ctx.runner, self.LOOP
+
+        def runner(work):
+            run = real(work)
+
+            def looped(count):
+                run(count)
+                for _ in range(count * loop):
+                    pass
+            return looped
+        ctx.runner = runner
+        return ctx
+
+
+class Loop1000(Looped):
+    name, LOOP = "loop1000", 1000
+
+
+class Loop2000(Looped):
+    name, LOOP = "loop2000", 2000
+
+
+class Loop3000(Looped):
+    name, LOOP = "loop3000", 3000
+
+
+def pytest_qcrypto_plugins():
+    return [Loop1000(), Loop2000(), Loop3000()]
+'''
+
+
+@needs_valgrind
+def test_a_loop_of_known_length_counts_a_fixed_amount_an_iteration(
+        pytester: pytest.Pytester) -> None:
+    # end to end through pytest: three plugins whose operation is sha256 of 16 bytes and then
+    # 1000, 2000 or 3000 iterations of an empty Python loop; each 1000 more iterations add the
+    # same number of instructions an operation
+    pytester.makeconftest(LOOP_CONFTEST)
+    r = pytester.runpytest_subprocess(
+        "-p", "no:cacheprovider", "--qcrypto-measure=instructions", "--qcrypto-digest=sha256",
+        "--qcrypto-size=16", "--qcrypto-plugin=loop1000,loop2000,loop3000",
+        "--qcrypto-save=counted.json", timeout=900)
+    assert r.ret == 0, r.stdout.str() + r.stderr.str()
+    saved = json.loads((pytester.path / "counted.json").read_text())
+    per_op = {x["plugin"]: x["instructions"]["per_operation"] for x in saved["results"]}
+    assert all(x["instructions"]["method"] == counting.VALGRIND for x in saved["results"])
+    first = per_op["loop2000"] - per_op["loop1000"]
+    second = per_op["loop3000"] - per_op["loop2000"]
+    assert abs(second - first) / first < 0.005, per_op
+    # an iteration of `for _ in range(n): pass` is some tens of instructions in CPython 3.11
+    assert 5 < first / 1000 < 400, per_op

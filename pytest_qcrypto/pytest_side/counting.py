@@ -29,6 +29,14 @@ class Counting:
     measure: str = "time"
     threshold: Rule = counted_gate.threshold_rule()
     method: str = ""
+    timeout_given: bool = False
+
+    def limit(self, timeout: float | None) -> float | None:
+        """The time limit of a measurement: ``timeout`` (``--qcrypto-timeout``, or its default
+        for a timed run); when counting and no ``--qcrypto-timeout`` was given, None: the
+        counting process's own limit (:data:`counting.DEFAULT_CHILD_TIMEOUT`), since a cell
+        under valgrind takes from 10 s to minutes on a busy machine."""
+        return timeout if self.measure == "time" or self.timeout_given else None
 
 
 def read(config: pytest.Config, jobs: int, threads: int) -> Counting:
@@ -52,7 +60,8 @@ def read(config: pytest.Config, jobs: int, threads: int) -> Counting:
         method = counting.method()
     except counting.CountingError as exc:
         raise SettingsError(f"--qcrypto-measure=instructions: {exc}") from None
-    return Counting(measure, rule, method)
+    return Counting(measure, rule, method,
+                    options.given(config, "qcrypto_timeout")[0] is not None)
 
 
 def judged_by_count(criteria: Callable[[Measurement], gate.Criteria] | None,

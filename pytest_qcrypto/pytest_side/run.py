@@ -399,7 +399,8 @@ class QcryptoRun(RunSettings):
         if self.machine_state is None:
             self.machine_state = machine.capture()
         timeout, isolate = self.time_limits
-        options = MeasureOptions(s.min_time, s.rounds, self.jobs, timeout, isolate, s.count,
+        options = MeasureOptions(s.min_time, s.rounds, self.jobs, self.counting.limit(timeout),
+                                 isolate, s.count,
                                  s.check_roundtrip, self.threads, self.counting.measure)
         interrupts = self._guard().interrupts
         gate = self.gate
