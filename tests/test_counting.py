@@ -198,3 +198,66 @@ def test_a_loop_of_known_length_counts_a_fixed_amount_an_iteration(
     assert abs(second - first) / first < 0.005, per_op
     # an iteration of `for _ in range(n): pass` is some tens of instructions in CPython 3.11
     assert 5 < first / 1000 < 400, per_op
+
+
+def test_a_counted_compare_says_what_it_judges_by() -> None:
+    # the gate's heading names the instruction threshold and no tries; the change grid shows
+    # percent more instructions from the counts; no load-average warning under a count
+    from pytest_qcrypto.gate.summary import change_grid, gate_heading
+    from pytest_qcrypto.measure import machine
+
+    base = Result.from_measurement(measurement(10_000))
+    doc = store.ResultsFile([base], created="2026-12-03T00:00:00Z")
+    rules = gate.GateRules()
+    rules.instructions = counted_gate.threshold_rule(1.5, "--qcrypto-instructions-threshold")
+    heading = gate_heading(rules, gate.BaselineIndex(doc))
+    assert heading.endswith("instruction threshold 1.5% more instructions an operation "
+                            "(--qcrypto-instructions-threshold); counted, so no confirmation "
+                            "tries"), heading
+    m = measurement(10_150)
+    v = counted_gate.judge(m, counted_gate.criteria(
+        gate.Criteria(2, base, gate.Rule(None, None, None, 10.0, "default")),
+        rules.instructions))
+    grid = change_grid("base.json", "sha256", "digest", ["hashlib"], [256],
+                       {("sha256", "hashlib", 256, "digest"): v}, {})
+    assert grid is not None and grid.texts[("hashlib", 256)] == "+1.50%"
+    assert "(% more instructions an operation; positive = more work)" in grid.title
+    busy = machine.MachineState((9.0, 9.0, 9.0), 2, None, None, None)
+    assert machine.summary_lines(busy, [m]) == []
+    timed = Measurement("sha256", "hashlib", 256, "digest", 1000, (0.01, 0.01, 0.01))
+    assert "load average 9.00" in " ".join(machine.summary_lines(busy, [timed]))
+
+
+def test_counted_settings_and_time_limit() -> None:
+    from pytest_qcrypto.pytest_side.counting import Counting
+
+    counted_run = Counting("instructions", counted_gate.threshold_rule(), counting.VALGRIND)
+    assert counted_run.settings() == {"measure": "instructions",
+                                      "counted_by": "valgrind-cachegrind",
+                                      "instructions_threshold_pct": 1.0}
+    assert Counting().settings() == {}
+    # the timed default (60 s) does not cut a count; an explicit --qcrypto-timeout does
+    assert counted_run.limit(60.0) is None and Counting().limit(60.0) == 60.0
+    assert Counting("instructions", timeout_given=True).limit(60.0) == 60.0
+
+
+def test_unit_help_lists_only_accepted_units() -> None:
+    help_text = next(o for o in options.OPTIONS if o.flag == "--qcrypto-unit").help
+    text = help_text() if callable(help_text) else help_text
+    assert "ns/op" in text and "instructions/byte" not in text and "instructions/op" not in text
+
+
+def test_a_timed_baseline_with_instructions_is_a_usage_error(tmp_path: Path) -> None:
+    m = Measurement("sha256", "hashlib", 256, "digest", 1000, (0.01, 0.01, 0.01),
+                    canonical_plugin="hashlib", operation="digest")
+    store.save(tmp_path / "timed.json", store.ResultsFile([Result.from_measurement(m)]))
+    proc = subprocess.run([sys.executable, "-m", "pytest", "-p", "no:cacheprovider",
+                           "--qcrypto-digest=sha256", "--qcrypto-plugin=hashlib",
+                           "--qcrypto-size=256", "--qcrypto-measure=instructions",
+                           "--qcrypto-compare=timed.json"], cwd=tmp_path, capture_output=True,
+                          text=True, timeout=120)
+    assert proc.returncode == 4, proc.stdout + proc.stderr
+    errors = [line for line in proc.stderr.splitlines() if line.strip()]
+    assert errors == ["ERROR: --qcrypto-compare: cannot compare instruction counts with times: "
+                      "timed.json was timed (--qcrypto-measure=time), this run is counted in "
+                      "instructions (--qcrypto-measure=instructions); measure both the same way"]

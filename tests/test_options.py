@@ -68,7 +68,8 @@ def test_help_takes_choices_from_the_registries(pytester):
 
     r = pytester.runpytest("--help")
     text = " ".join(r.stdout.str().split())
-    assert f"unit of the table cells: {', '.join(render.UNITS)}." in text
+    accepted = [u for u in render.UNITS if u not in render.COUNTED_UNITS]  # issue 23
+    assert f"unit of the table cells: {', '.join(accepted)}." in text
     assert ("layout of the results: qcrypto (default), openssl (openssl speed's table, 1000s of "
             "bytes per second; no --qcrypto-unit with it), markdown (for a CI job summary), "
             "csv or cryptotest (FreeBSD cryptotest's line per algorithm and size, Mb/sec = 2^20 "

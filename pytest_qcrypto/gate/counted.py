@@ -46,7 +46,8 @@ def kind_of(results: Any) -> str:
     return "mixed" if len(counted) > 1 else "instructions" if counted == {True} else "time"
 
 
-def mismatch(base_kind: str, current_kind: str, base_name: str = "the baseline") -> str:
+def mismatch(base_kind: str, current_kind: str, base_name: str = "the baseline",
+             current: str = "the current results were") -> str:
     """Why a run measured as ``current_kind`` cannot be judged against ``base_name`` of
     ``base_kind`` (empty: it can)."""
     if current_kind in (base_kind,):
@@ -55,8 +56,24 @@ def mismatch(base_kind: str, current_kind: str, base_name: str = "the baseline")
              "instructions": "counted in instructions (--qcrypto-measure=instructions)",
              "mixed": "partly timed, partly counted in instructions"}
     return (f"cannot compare instruction counts with times: {base_name} was "
-            f"{words[base_kind]}, the current results were {words[current_kind]}; measure "
+            f"{words[base_kind]}, {current} {words[current_kind]}; measure "
             "both the same way")
+
+
+def more_instructions(v: gate.Verdict) -> float | None:
+    """Percent more instructions an operation than the baseline's, from the two counts
+    (None: ``v`` is not a counted verdict against a counted baseline)."""
+    m, base = v.measurement, v.baseline
+    if m.counted is None or base is None or not getattr(base, "instructions", None):
+        return None
+    then = float(base.instructions["per_operation"])
+    return (m.counted.per_operation - then) / then * 100
+
+
+def heading(threshold: Rule) -> str:
+    """What a counted run is judged by, for the gate's heading line."""
+    return (f"instruction threshold {threshold.value:g}% more instructions an operation "
+            f"({threshold.source}); counted, so no confirmation tries")
 
 
 def judge(m: Measurement, c: gate.Criteria) -> gate.Verdict:

@@ -13,6 +13,7 @@ from typing import Any
 
 from pytest_qcrypto.algorithms.catalog import plural
 from pytest_qcrypto.output.tables import Changes, GateTables, SummaryTable
+from pytest_qcrypto.gate import counted as counted_gate
 from pytest_qcrypto.gate.verdicts import (BUSY, MARK_NOTES, MARKS, NEW, NOISE, NOT_JUDGED, OK, RECOVERED,
                                  REGRESSION, BaselineIndex, CellKey, GateRules, Verdict,
                                  pct, describe, kib)
@@ -29,6 +30,7 @@ def change_grid(baseline_path: object, algorithm: str, direction: str,
     ``-``, and the meaning of each mark used.  None when no cell has a verdict or is missing."""
     texts: dict[tuple[str, int], str] = {}
     used: set[str] = set()
+    counted = False  # a counted cell shows percent more instructions, from its counts
     for p in plugins:
         for s in sizes:
             # a size-less table (direction empty) has a column per operation, cells of size 0
@@ -38,7 +40,9 @@ def change_grid(baseline_path: object, algorithm: str, direction: str,
                 mark = MARKS.get(v.status, "")
                 if mark:
                     used.add(v.status)
-                texts[(p, s)] = f"{pct(v.change)}{mark}"
+                more = counted_gate.more_instructions(v)
+                counted = counted or more is not None
+                texts[(p, s)] = f"{pct(v.change) if more is None else f'{more:+.2f}%'}{mark}"
             elif v is not None:
                 texts[(p, s)] = "new"
             elif cell in gone:
@@ -51,7 +55,9 @@ def change_grid(baseline_path: object, algorithm: str, direction: str,
         used.add(NOISE)
     notes = tuple(f"{MARKS[s]} {MARK_NOTES[s]}" for s in (REGRESSION, NOISE, NOT_JUDGED)
                   if s in used)
-    return Changes(f"Change against baseline {baseline_path} (negative = slower):",
+    what = ("% more instructions an operation; positive = more work"
+            if counted else "negative = slower")
+    return Changes(f"Change against baseline {baseline_path} ({what}):",
                       tuple(plugins), tuple(sizes), texts, notes)
 
 
@@ -182,9 +188,12 @@ def gate_heading(rules: GateRules, baseline: BaselineIndex) -> str:
     files = getattr(baseline, "files", None) or [baseline.file]  # several: joined
     named = ", ".join(f"{b.path} ({plural(len(b.results), 'result')}"
                       f"{', created ' + b.created if b.created else ''})" for b in files)
-    return (f"baseline{'s' if len(files) > 1 else ''} {named}, threshold "
-            f"{rules.default_threshold.value:g}% unless an ini line says otherwise, "
-            f"{plural(rules.confirm, 'confirmation try', 'confirmation tries')}")
+    judged = (f"threshold {rules.default_threshold.value:g}% unless an ini line says "
+              f"otherwise, {plural(rules.confirm, 'confirmation try', 'confirmation tries')}")
+    if counted_gate.kind_of([r for b in files for r in b.results]) == "instructions":
+        judged = counted_gate.heading(getattr(rules, "instructions", None)
+                                      or counted_gate.threshold_rule())
+    return f"baseline{'s' if len(files) > 1 else ''} {named}, {judged}"
 
 
 # -- suspicious speed-ups -------------------------------------------------------------------------

@@ -156,6 +156,8 @@ def summary_lines(state: MachineState | None, measurements: Sequence[Measurement
                          f"{','.join(state.governors) if state.governors else 'not exposed'}, "
                          f"turbo {_on_off(state.turbo)}")
         warnings = state_warnings(state, jobs)
+        if measurements and all(m.counted is not None for m in measurements):
+            warnings = []  # a count is not moved by the load (measure/counting.py)
         if warnings:
             lines.append("WARNING: figures may be unreliable: " + "; ".join(warnings))
     if verbose:

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass
+from typing import Any
 
 import pytest
 
@@ -31,6 +32,15 @@ class Counting:
     method: str = ""
     timeout_given: bool = False
 
+    def settings(self) -> dict[str, Any]:
+        """How the run measured, for the results file's ``settings``: nothing for a timed
+        run (its min_time and rounds say it), else ``measure``, ``counted_by`` and the
+        instruction threshold."""
+        if self.measure == "time":
+            return {}
+        return {"measure": self.measure, "counted_by": self.method,
+                "instructions_threshold_pct": self.threshold.value}
+
     def limit(self, timeout: float | None) -> float | None:
         """The time limit of a measurement: ``timeout`` (``--qcrypto-timeout``, or its default
         for a timed run); when counting and no ``--qcrypto-timeout`` was given, None: the
@@ -39,14 +49,25 @@ class Counting:
         return timeout if self.measure == "time" or self.timeout_given else None
 
 
-def read(config: pytest.Config, jobs: int, threads: int) -> Counting:
+def read(config: pytest.Config, jobs: int, threads: int, gate_options: Any = None) -> Counting:
     """The checked ``--qcrypto-measure`` (ini ``qcrypto_measure``) and
-    ``--qcrypto-instructions-threshold``; ``SettingsError`` for a usage error."""
+    ``--qcrypto-instructions-threshold``; ``SettingsError`` for a usage error, also for a
+    ``--qcrypto-compare`` baseline measured the other way (``gate_options``: the run's
+    :class:`~pytest_qcrypto.pytest_side.gate.GateOptions`, whose rules get the threshold)."""
     value, where = options.given(config, "qcrypto_measure")
     measure = counting.parse_measure(value, where) if value is not None else "time"
     value, where = options.given(config, "qcrypto_instructions_threshold")
     rule = counted_gate.threshold_rule() if value is None else \
         counted_gate.threshold_rule(gate.parse_percent(value, where), where)
+    if gate_options is not None:
+        gate_options.rules.instructions = rule  # the gate's heading names it
+        base = getattr(gate_options, "baseline", None)
+        if base is not None:
+            why = counted_gate.mismatch(counted_gate.kind_of(base), measure,
+                                        " and ".join(config.getoption("qcrypto_compare")),
+                                        "this run is")
+            if why:
+                raise SettingsError(f"--qcrypto-compare: {why}")
     if measure == "time":
         return Counting(measure, rule)
     if config.getoption("qcrypto_target", None):

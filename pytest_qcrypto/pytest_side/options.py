@@ -114,8 +114,11 @@ def _choices(names: list[str] | tuple[str, ...], last: str = "or") -> str:
 
 
 def _unit_help() -> str:
-    return (f"unit of the table cells: {', '.join(_render().UNITS)}. KiB and MiB are "
-            f"1024-based, kB and MB 1000-based. Default: {_render().DEFAULT_UNIT}.")
+    units = [u for u in _render().UNITS if u not in _render().COUNTED_UNITS]
+    return (f"unit of the table cells: {', '.join(units)}. KiB and MiB are "
+            f"1024-based, kB and MB 1000-based. Default: {_render().DEFAULT_UNIT}. "
+            "Counted runs (--qcrypto-measure=instructions) are in instructions per byte "
+            "or per operation, always.")
 
 
 def _format_help() -> str:

@@ -239,7 +239,8 @@ class RunSettings:
                 plotting.check_writable(typed)
         _ = self.time_limits
         self.target_options = remote_targets.read_options(self.config, self.gate_options.rules)
-        self.counting = counting_side.read(self.config, self.jobs, self.threads)
+        self.counting = counting_side.read(self.config, self.jobs, self.threads,
+                                           self.gate_options)
 
     @property
     def target_names(self) -> list[str]:  # --qcrypto-target: the matrix's rows are PLUGIN@NAME
@@ -298,7 +299,8 @@ class QcryptoRun(RunSettings):
         """The run's min_time and rounds, and the machine state when measuring started."""
         s, state = self.settings, self.machine_state
         return ({"min_time_s": s.min_time, "rounds": s.rounds,
-                 **({"count": s.count} if s.count is not None else {})},
+                 **({"count": s.count} if s.count is not None else {}),
+                 **self.counting.settings()},
                 state.as_dict() if state is not None else None)
 
     def pytest_collection_modifyitems(self, items: list[pytest.Item]) -> None:
