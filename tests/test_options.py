@@ -32,6 +32,7 @@ OPTIONS_BEFORE = [
     # issue 16: other interpreters and hosts, A/B in one run
     ("--qcrypto-target", "NAME=SPEC"), ("--qcrypto-interleave", None),
     ("--qcrypto-compare-target", "NAME"),
+    ("--qcrypto-confirm-pause", "SECONDS"),  # issue 23: confirmation tries a pause apart
 ]
 #: Every ini key and its type as pytest --help showed them before the table.
 INI_BEFORE = [
@@ -43,6 +44,7 @@ INI_BEFORE = [
     ("qcrypto_allow_missing", "bool"), ("qcrypto_require_same_machine", "bool"),
     ("qcrypto_count", "string"),  # issue 13
     ("qcrypto_max_speedup", "string"), ("qcrypto_strict", "bool"),  # issue 14
+    ("qcrypto_confirm_pause", "string"),  # issue 23
     ("qcrypto_targets", "linelist"),  # issue 16
 ]
 

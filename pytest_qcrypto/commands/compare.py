@@ -142,7 +142,8 @@ def measurement(r: results.Result) -> Measurement:
         count, rounds, figure_only = 1, (per_iteration * (r.size or 1) / r.bytes_per_second,), True
     return Measurement(r.algorithm, r.plugin, r.size, r.direction, count, rounds,
                        tuple(r.cpu_s), r.canonical_plugin, r.operation, r.driver, r.hardware,
-                       jobs=r.jobs, figure_only=figure_only, iv=r.iv, threads=r.threads)
+                       jobs=r.jobs, figure_only=figure_only, iv=r.iv, threads=r.threads,
+                       reference_s=() if figure_only else tuple(r.reference_s))
 
 
 def verdicts_of(rules: GateRules, baselines: Baselines,

@@ -242,6 +242,11 @@ OPTIONS: tuple[Option, ...] = (
            help=f"measure a regressed or below-floor cell up to N more times before failing "
                 f"it; the best try counts (default {gate.DEFAULT_CONFIRM}).  Only with "
                 "--qcrypto-compare or a floor."),
+    Option("--qcrypto-confirm-pause", metavar="SECONDS", ini="qcrypto_confirm_pause",
+           parse=gate.parse_pause, ini_help="default --qcrypto-confirm-pause, seconds.",
+           help="wait this long before each confirmation try, so that it samples another "
+                "phase of a shared machine's speed drift (default "
+                f"{gate.DEFAULT_PAUSE_S:g}; 0 to 60).  Only with --qcrypto-compare."),
     Option("--qcrypto-allow-missing", action="store_true", default=False,
            ini="qcrypto_allow_missing", ini_type="bool",
            ini_help="like --qcrypto-allow-missing.",

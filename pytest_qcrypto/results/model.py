@@ -105,6 +105,9 @@ class Result:
     verdict: Mapping[str, Any] | None = None
     threads: int = 1
     one_thread_bytes_per_second: float | None = None
+    #: CPU seconds of the reference workload timed right after each round (one per round of
+    #: ``rounds_s``; empty: a file saved before they were, judged by the clock alone)
+    reference_s: tuple[float, ...] = ()
 
     @classmethod
     def from_measurement(cls, m: Measurement, test: str | None = None,
@@ -127,7 +130,8 @@ class Result:
                    jobs=jobs if isinstance(jobs, int) and jobs > 0 else 1,
                    cpu_wait_share=cpu_wait_share, workers=workers, iv=m.iv,
                    verdict=dict(verdict) if verdict else None, threads=m.threads,
-                   one_thread_bytes_per_second=m.one_thread_bps if m.threads > 1 else None)
+                   one_thread_bytes_per_second=m.one_thread_bps if m.threads > 1 else None,
+                   reference_s=tuple(getattr(m, "reference_s", ())))
 
     @property
     def key(self) -> tuple[str, str, int, str]:
@@ -222,6 +226,8 @@ class Result:
             out["one_thread_bytes_per_second"] = self.one_thread_bytes_per_second
         if self.tries:
             out["tries"] = list(self.tries)
+        if self.reference_s:
+            out["reference_s"] = list(self.reference_s)
         if self.workers:
             out["workers"] = [w.to_json() for w in self.workers]
         if self.iv:
