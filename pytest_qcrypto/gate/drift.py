@@ -9,11 +9,13 @@ taken within about 0.3 s, so its baseline and its run each sample one phase.
 The rule (:func:`drift_test`), for a cell whose baseline and tries all carry reference
 times (:mod:`pytest_qcrypto.measure.reference`):
 
-* Each round's *relative rate* is its rate (bytes per second, without its wait for a CPU,
-  as the gate takes it) times the CPU seconds of the reference workload timed next to it
-  (:func:`pytest_qcrypto.measure.reference.adjacent`): the ratio of the round's time to
-  the reference's, per byte.  A machine 30% slower slows both and leaves it alone; a
-  cell 30% slower moves only the round.
+* Each round's *relative rate* is its work (bytes, or operations) over its CPU seconds,
+  times the CPU seconds of the reference workload timed next to it
+  (:func:`pytest_qcrypto.measure.reference.adjacent`): the ratio of the reference's time
+  to the round's, per byte.  Both are CPU times, so a wait for a CPU (preemption by other
+  work) counts in neither; a machine 30% slower slows both and leaves the ratio alone; a
+  cell 30% slower moves only the round.  (Measured under load 4 on the 2-CPU development
+  machine, wall-clock ratios scattered 4 times as much as CPU-time ones.)
 * The slowdown is ``1 - median(current relative rates) / median(baseline relative
   rates)``, over every round of every try; a try's own slowdown decides whether to try
   again (a pause first: :func:`pytest_qcrypto.measure.reference.spaced`).
@@ -36,8 +38,9 @@ times (:mod:`pytest_qcrypto.measure.reference`):
 Assumptions: the reference workload slows down with the machine as the cell does (true
 of a neighbour on the same core or memory bus, measured; not of a cell that waits for a
 device or sleeps: a cell whose rounds spent under :data:`MIN_CPU_SHARE` of their time on
-the CPU is judged by the clock alone), and tries separated by a pause sample different
-phases.  Plain Python,
+the CPU, waits for a CPU taken out, is judged by the clock alone), and tries separated
+by a pause sample different phases.  What it cannot see: a slowdown that is time off the
+CPU (a new sleep or lock wait) in a cell that is mostly on it.  Plain Python,
 never measures, never imports pytest.
 """
 
@@ -50,8 +53,7 @@ from dataclasses import dataclass
 
 from pytest_qcrypto.measure.harness import Measurement
 from pytest_qcrypto.measure.reference import adjacent
-from pytest_qcrypto.gate.stats import baseline_round_figures, round_figures
-from pytest_qcrypto.results.model import Result
+from pytest_qcrypto.results.model import Result, without_wait
 
 RULE = "reference ratio"
 #: A cell whose median round ran on the CPU for less than this share of its wall time (a
@@ -79,28 +81,35 @@ def relative_rates(rates: Sequence[float], reference_s: Sequence[float]) -> list
     return [r * ref for r, ref in zip(rates, refs)]
 
 
-def on_the_cpu(rounds_s: Sequence[float], cpu_s: Sequence[float]) -> bool:
+def on_the_cpu(rounds_s: Sequence[float], cpu_s: Sequence[float], share: float | None) -> bool:
     """Whether the rounds ran on this process's CPU for at least :data:`MIN_CPU_SHARE` of
-    their wall time (the median round's): the reference workload moves with such a cell."""
+    their wall time (the median round's), their wait for a CPU (``share`` of their time off
+    it) taken out: the reference workload moves with such a cell."""
     if not rounds_s or len(cpu_s) != len(rounds_s):
         return False
-    return statistics.median(cpu_s) >= MIN_CPU_SHARE * statistics.median(rounds_s)
+    rounds = without_wait(rounds_s, cpu_s, share) or list(rounds_s)
+    return statistics.median(cpu_s) >= MIN_CPU_SHARE * statistics.median(rounds)
 
 
 def _try_rates(m: Measurement, share: float | None) -> list[float] | None:
-    """A try's relative rates, its wait for a CPU (``share``) taken out of each round; None
-    when it has no reference times or mostly waited off the CPU."""
-    if not on_the_cpu(m.rounds_s, m.cpu_s):
+    """A try's relative rates from each round's CPU seconds; None when it has no reference
+    times, a CPU time the clock could not resolve, or mostly waited off the CPU (``share``:
+    the part of its time off the CPU that was a wait for one)."""
+    if not on_the_cpu(m.rounds_s, m.cpu_s, share) or min(m.cpu_s) <= 0:
         return None
-    return relative_rates(round_figures(m, share), m.reference_s)
+    work = m.operations * (m.size or 1)
+    return relative_rates([work / c for c in m.cpu_s], m.reference_s)
 
 
 def _baseline_rates(r: Result) -> list[float] | None:
-    """The baseline's relative rates, scaled from its figure of record as the gate's other
-    rules scale it (:func:`pytest_qcrypto.gate.stats.baseline_round_figures`)."""
-    if not r.reference_s or not on_the_cpu(r.rounds_s, r.cpu_s):
+    """The baseline's relative rates from each round's CPU seconds, scaled from its figure
+    of record as the gate's other rules scale it (``bytes_per_second`` times its median
+    round's seconds is the work of a round)."""
+    if not r.reference_s or not on_the_cpu(r.rounds_s, r.cpu_s, r.cpu_wait_share) \
+            or min(r.cpu_s) <= 0:
         return None
-    return relative_rates(baseline_round_figures(r)[0], r.reference_s)
+    work = r.bytes_per_second * statistics.median(r.rounds_s)
+    return relative_rates([work / c for c in r.cpu_s], r.reference_s)
 
 
 def _var(logs: Sequence[float]) -> float:
