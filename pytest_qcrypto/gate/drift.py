@@ -93,9 +93,11 @@ def on_the_cpu(rounds_s: Sequence[float], cpu_s: Sequence[float], share: float |
 
 def _try_rates(m: Measurement, share: float | None) -> list[float] | None:
     """A try's relative rates from each round's CPU seconds; None when it has no reference
-    times, a CPU time the clock could not resolve, or mostly waited off the CPU (``share``:
-    the part of its time off the CPU that was a wait for one)."""
-    if not on_the_cpu(m.rounds_s, m.cpu_s, share) or min(m.cpu_s) <= 0:
+    times or a CPU time the clock could not resolve.  Whether the cell runs on the CPU is
+    the baseline's to say (:func:`applies`): a try on a busy machine may seem off the CPU
+    when its wait for one was not all seen, and must not fall back to the clock for it.
+    (``share`` is not used: CPU times have no wait for a CPU in them.)"""
+    if len(m.cpu_s) != len(m.rounds_s) or not m.cpu_s or min(m.cpu_s) <= 0:
         return None
     work = m.operations * (m.size or 1)
     return relative_rates([work / c for c in m.cpu_s], m.reference_s)
