@@ -62,8 +62,10 @@ def test_the_same_shift_without_the_reference_moving_is_a_regression():
     assert v.drift.slowdown == pytest.approx(0.23, abs=0.01)
     assert v.drift.band < 0.05
     assert v.message.startswith("regression: sha256 hashlib 256 B digest: ")
-    assert "slower relative to the reference workload, noise band +-" in v.message
-    assert "beyond the threshold 10% (--qcrypto-threshold) by more than the band" in v.message
+    assert "change -23.1% relative to the reference workload (-23.1% by the clock), " \
+        "threshold 10% (--qcrypto-threshold); tries: " in v.message
+    assert "; beyond the threshold by more than the noise band +-" in v.message
+    assert v.message.endswith("(3 rounds in the baseline, 9 now; reference ratio)")
     assert v.record["drift_status"] == "regression" and v.record["drift_rule"] == drift.RULE
 
 

@@ -295,9 +295,11 @@ def _judge_drift(v: Verdict, c: Criteria, d: gate_drift.DriftTest) -> None:
         v.status = REGRESSION
         v.failures.append(
             f"regression: {describe(kept)}: {kib(kept.rate, kept.unit)} {kept.unit} now, "
-            f"baseline {kib(baseline.rate, kept.unit)} {kept.unit} by the clock; "
-            f"{d.text()}, beyond the threshold {c.threshold.value:g}% "
-            f"({c.threshold.source}) by more than the band; {v.tries_text}")
+            f"baseline {kib(baseline.rate, kept.unit)} {kept.unit}, change {pct(v.change)} "
+            f"relative to the reference workload ({pct(v.clock_change)} by the clock), "
+            f"threshold {c.threshold.value:g}% ({c.threshold.source}); {v.tries_text}; "
+            f"beyond the threshold by more than the noise band +-{d.band:.1%} "
+            f"({d.baseline_rounds} rounds in the baseline, {d.rounds} now; {gate_drift.RULE})")
 
 
 # -- the run's rules and baseline ------------------------------------------------------------
