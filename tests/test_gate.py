@@ -348,6 +348,7 @@ def baseline(pytester, name="base.json", factor=1.0, edit=None, sizes="16,64,256
     for e in doc["results"]:
         e["bytes_per_second"] = e["size"] / 20e-6 * factor
         e["rounds_s"] = [e["count"] * 20e-6]
+        e.pop("reference_s", None)  # hand-made figures: judged by the clock, as an old file
     if edit:
         edit(doc)
     (pytester.path / name).write_text(json.dumps(doc))

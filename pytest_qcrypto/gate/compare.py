@@ -202,6 +202,13 @@ def none_judged(verdicts: Mapping[CellKey, Verdict]) -> str | None:
     be judged (another machine under ``--qcrypto-require-same-machine``, other
     ``--qcrypto-jobs``); None when one was judged, or when no cell had an entry."""
     statuses = {v.status for v in verdicts.values()}
+    if gate.CANNOT_TELL in statuses and not statuses - {gate.CANNOT_TELL, gate.NOT_JUDGED,
+                                                         gate.NEW}:
+        n = sum(v.status == gate.CANNOT_TELL for v in verdicts.values())
+        return (f"ERROR: qcrypto: nothing could be told: for each of the {plural(n, 'cell')} "
+                "judged the noise band on this machine is wider than the threshold, which is "
+                "not a pass (more --qcrypto-rounds, a quieter runner, "
+                "--qcrypto-measure=instructions, or an A/B run with --qcrypto-target)")
     if gate.NOT_JUDGED not in statuses or statuses - {gate.NOT_JUDGED, gate.NEW}:
         return None
     why = "; ".join(sorted({v.not_judged for v in verdicts.values() if v.not_judged}))

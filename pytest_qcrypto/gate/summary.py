@@ -13,7 +13,7 @@ from typing import Any
 
 from pytest_qcrypto.algorithms.catalog import plural
 from pytest_qcrypto.output.tables import Changes, GateTables, SummaryTable
-from pytest_qcrypto.gate.verdicts import (BUSY, MARK_NOTES, MARKS, NEW, NOISE, NOT_JUDGED, OK, RECOVERED,
+from pytest_qcrypto.gate.verdicts import (BUSY, CANNOT_TELL, MARK_NOTES, MARKS, NEW, NOISE, NOT_JUDGED, OK, RECOVERED,
                                  REGRESSION, BaselineIndex, CellKey, GateRules, Verdict,
                                  pct, describe, kib)
 
@@ -49,6 +49,8 @@ def change_grid(baseline_path: object, algorithm: str, direction: str,
         return None
     if BUSY in used:
         used.add(NOISE)
+    if CANNOT_TELL in used:
+        used.add(NOT_JUDGED)
     notes = tuple(f"{MARKS[s]} {MARK_NOTES[s]}" for s in (REGRESSION, NOISE, NOT_JUDGED)
                   if s in used)
     return Changes(f"Change against baseline {baseline_path} (negative = slower):",
@@ -125,6 +127,25 @@ def _status_lines(verdicts: Sequence[Verdict]) -> list[str]:
               for v in verdicts if v.status == BUSY]
     lines += [f"passed on a retry: {describe(v.measurement)}: {v.tries_text}"
               for v in verdicts if v.status == RECOVERED]
+    return lines + _drift_lines(verdicts)
+
+
+def _drift_lines(verdicts: Sequence[Verdict]) -> list[str]:
+    """The cells the gate cannot tell on this machine, and those judged by the clock alone
+    because their baseline has no reference workload times (an older file)."""
+    told = [v for v in verdicts if v.baseline is not None and not v.not_judged]
+    unsure = [v for v in told if v.status == CANNOT_TELL and v.drift is not None]
+    lines = []
+    if unsure:
+        lines.append(f"cannot tell on this machine (not failed): {len(unsure)} of "
+                     f"{plural(len(told), 'judged cell')}:")
+        lines += [f"  {describe(v.measurement)}: {v.drift.cannot_tell_text()}"
+                  for v in unsure if v.drift is not None]
+    old = [v for v in told if not v.baseline.reference_s]  # type: ignore[union-attr]
+    if old:
+        lines.append(f"judged by the clock alone: the baseline of {plural(len(old), 'cell')} "
+                     "has no reference workload times (saved by an older version); save it "
+                     "again so that the gate can tell a slower machine from slower code")
     return lines
 
 
@@ -243,8 +264,8 @@ def _speedup_lines(rules: GateRules, verdicts: Sequence[Verdict]) -> list[str]:
 # -- the same as tables (a markdown summary) ------------------------------------------------------
 
 #: The order of the verdict counts, worst first.
-VERDICT_ORDER = ("regression", "below floor", "suspicious speed-up", "missing", NOISE, BUSY,
-                 RECOVERED, OK, NOT_JUDGED, NEW, "in the baseline, not run")
+VERDICT_ORDER = ("regression", "below floor", "suspicious speed-up", "missing", CANNOT_TELL,
+                 NOISE, BUSY, RECOVERED, OK, NOT_JUDGED, NEW, "in the baseline, not run")
 
 
 def verdict_word(v: Verdict, rules: GateRules) -> str:

@@ -24,7 +24,7 @@ from pytest_qcrypto.algorithms import catalog
 from pytest_qcrypto.measure import harness, isolate as isolation, jobs as multi
 from pytest_qcrypto.algorithms import settings
 from pytest_qcrypto.checks import known_answers
-from pytest_qcrypto.measure import counting, limits, pkey_bench, threads as threaded
+from pytest_qcrypto.measure import counting, limits, pkey_bench, reference, threads as threaded
 from pytest_qcrypto.checks.known_answers import checked_roundtrip_runner  # noqa: F401 (its old home)
 from pytest_qcrypto.backends.base import Context, Unsupported, Workload
 from pytest_qcrypto.algorithms.catalog import Algorithm, Direction
@@ -346,9 +346,10 @@ def _measure_here(bench: BenchContext, size: int, way: _Way, min_time: float, ro
         workers = multi.worker_record(timing.workers, size, each)
         one_thread = threaded.one_thread_bps(timing, size or 1, each)  # a rate: bytes or ops
     elif way.count is not None:
-        timing = harness.time_count(run, way.count, rounds=rounds)
+        timing = harness.time_count(run, way.count, rounds=rounds, between=reference.reference_s)
     else:
-        timing = harness.time_runner(run, min_time=min_time, rounds=rounds)
+        timing = harness.time_runner(run, min_time=min_time, rounds=rounds,
+                                     between=reference.reference_s)
     first_iv = work.nonces[0] if work.nonces else work.iv
     return Measurement(
         algorithm=alg.name, plugin=typed, size=size, direction=direction, count=timing.count,
@@ -357,7 +358,8 @@ def _measure_here(bench: BenchContext, size: int, way: _Way, min_time: float, ro
         driver=ctx.driver, hardware=ctx.hardware,
         jobs=jobs if jobs > 1 else 1, workers=workers, calibration_note=timing.note,
         iv=bytes(first_iv).hex(), threads=threads, one_thread_bps=one_thread,
-        threads_cpu_wait=getattr(timing, "cpu_wait", None))
+        threads_cpu_wait=getattr(timing, "cpu_wait", None),
+        reference_s=getattr(timing, "reference_s", ()))
 
 
 class OpenError(Exception):

@@ -112,8 +112,13 @@ def read_rules(config: pytest.Config) -> GateRules:
         confirm, where = ini("qcrypto_confirm"), _ini_where(config, "qcrypto_confirm")
     if confirm is not None:
         rules.confirm = parse_whole(confirm, where, 0, gate.MAX_CONFIRM)
+    pause, where = opt("qcrypto_confirm_pause"), "--qcrypto-confirm-pause"
+    if pause is None and ini("qcrypto_confirm_pause"):
+        pause, where = ini("qcrypto_confirm_pause"), _ini_where(config, "qcrypto_confirm_pause")
+    if pause is not None:
+        rules.confirm_pause = gate.parse_pause(pause, where)
     rules.compare_only = [f"--{n.replace('_', '-')}" for n in (
-        "qcrypto_threshold", "qcrypto_confirm", "qcrypto_allow_missing",
+        "qcrypto_threshold", "qcrypto_confirm", "qcrypto_confirm_pause", "qcrypto_allow_missing",
         "qcrypto_require_same_machine", "qcrypto_max_speedup", "qcrypto_strict")
         if opt(n) not in (None, False)]
     speedup, where = opt("qcrypto_max_speedup"), "--qcrypto-max-speedup"

@@ -108,6 +108,9 @@ class Result:
     #: ``--qcrypto-measure=instructions``: how many instructions one operation took and how
     #: they were counted (:func:`counted_record`); None: a timed result
     instructions: Mapping[str, Any] | None = None
+    #: CPU seconds of the reference workload timed right after each round (one per round of
+    #: ``rounds_s``; empty: a file saved before they were, judged by the clock alone)
+    reference_s: tuple[float, ...] = ()
 
     @classmethod
     def from_measurement(cls, m: Measurement, test: str | None = None,
@@ -131,7 +134,8 @@ class Result:
                    cpu_wait_share=cpu_wait_share, workers=workers, iv=m.iv,
                    verdict=dict(verdict) if verdict else None, threads=m.threads,
                    one_thread_bytes_per_second=m.one_thread_bps if m.threads > 1 else None,
-                   instructions=counted_record(m.counted, m.size) if m.counted else None)
+                   instructions=counted_record(m.counted, m.size) if m.counted else None,
+                   reference_s=tuple(getattr(m, "reference_s", ())))
 
     @property
     def key(self) -> tuple[str, str, int, str]:
@@ -226,6 +230,8 @@ class Result:
             out["one_thread_bytes_per_second"] = self.one_thread_bytes_per_second
         if self.tries:
             out["tries"] = list(self.tries)
+        if self.reference_s:
+            out["reference_s"] = list(self.reference_s)
         if self.workers:
             out["workers"] = [w.to_json() for w in self.workers]
         if self.iv:

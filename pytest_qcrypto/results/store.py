@@ -56,6 +56,10 @@ count times ``size`` over its median round.  The workers' counts add up to
 A cell appears once per ``test`` (two tests may measure the same cell; a
 test that measures it again replaces its entry): :func:`load` refuses a file
 that repeats (algorithm, canonical plugin, size, direction) for the same test.
+``reference_s`` (optional, one per round) are the CPU seconds of the reference workload
+timed right after each round (:mod:`pytest_qcrypto.measure.reference`); the gate judges
+rounds against them (:mod:`pytest_qcrypto.gate.drift`); a file without them loads and is
+judged by the clock alone.
 ``tries`` (optional) lists ``bytes_per_second`` of every try when the gate measured a
 cell again; ``verdict`` (optional) its decision against a baseline and its statistic
 (:meth:`.gate_stats.TestResult.record`).  ``machine_state`` (optional) is the load and
@@ -203,6 +207,7 @@ def _result(r: object, i: int, check: _Checker) -> Result:
         threads=g(r, "threads", w, "a whole number from 1", lambda v: _is_int(v) and v >= 1, 1),
         one_thread_bytes_per_second=g(r, "one_thread_bytes_per_second", w, "a positive number",
                                       lambda v: _is_number(v) and v > 0, None),
+        reference_s=tuple(g(r, "reference_s", w, "a list of seconds, one per round", cpu, [])),
     )
     raw = g(r, "workers", w, "a list of objects",
             lambda v: isinstance(v, list) and all(isinstance(e, dict) for e in v), [])
@@ -213,6 +218,9 @@ def _result(r: object, i: int, check: _Checker) -> Result:
     if workers and sum(x.count for x in workers) != result.count:
         raise check.fail(f"{w}workers' counts add up to {sum(x.count for x in workers)}, "
                          f"not to count ({result.count})")
+    if result.reference_s and len(result.reference_s) != len(result.rounds_s):
+        raise check.fail(f"{w}reference_s has {len(result.reference_s)} entries, rounds_s "
+                         f"{len(result.rounds_s)}: one reference time follows each round")
     if result.count and not result.rounds_s:
         raise check.fail(f"{w}rounds_s is empty, but count is {result.count}: a result "
                          "records the seconds of each round it timed")
