@@ -77,6 +77,22 @@ def test_a_run_that_measured_nothing_against_a_baseline_fails(fake):
                             "judges nothing fails *"])
 
 
+def test_allow_missing_does_not_pass_a_compare_that_judged_nothing(fake):
+    """--qcrypto-allow-missing makes a skipped baseline cell a summary line, but when every
+    cell with a baseline entry was skipped nothing was judged: the run fails (it passed)."""
+    def only_missing(doc):
+        doc["results"] = [dict(doc["results"][0], plugin="missing", canonical_plugin="missing")]
+
+    baseline(fake, sizes="16", edit=only_missing)
+    r = fake.runpytest(*FAKE_RUN, "--qcrypto-plugin", "missing", "--qcrypto-size", "16",
+                       "--qcrypto-compare", "base.json", "--qcrypto-allow-missing")
+    assert r.ret == 1, r.stdout.str()
+    r.assert_outcomes(passed=1, skipped=1)  # fake's cell is new: no baseline entry
+    r.stdout.fnmatch_lines(["ERROR: qcrypto: nothing was judged: the 1 cell with a baseline "
+                            "entry was skipped now (allowed by --qcrypto-allow-missing: "
+                            "missing: unavailable: *); a comparison that judges nothing fails *"])
+
+
 # -- several baselines --------------------------------------------------------------------------
 
 

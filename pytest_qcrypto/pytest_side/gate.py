@@ -361,7 +361,9 @@ class GatePlugin:
                 pytest.ExitCode.USAGE_ERROR):
             return
         if self.baseline.seen:
-            line = compare.none_judged(self.ledger.verdicts())
+            line = (compare.none_judged(self.ledger.verdicts())
+                    or compare.all_missing(self.ledger.verdicts(), self.ledger.gone,
+                                           self.rules.allow_missing))
         else:
             xdist = getattr(self.config.option, "numprocesses", None)
             why = ("benchmarks are not measured under pytest-xdist: run them with -n 0"
