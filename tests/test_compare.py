@@ -93,6 +93,23 @@ def test_allow_missing_does_not_pass_a_compare_that_judged_nothing(fake):
                             "missing: unavailable: *); a comparison that judges nothing fails *"])
 
 
+def test_saving_over_the_baseline_being_compared_is_a_usage_error(fake, tmp_path):
+    """--qcrypto-save=X --qcrypto-compare=X wrote a failed run's figures over the baseline,
+    so the next run passed: now refused before measuring, the baseline untouched."""
+    save(fake, "base.json")
+    before = (fake.path / "base.json").read_bytes()
+    (fake.path / "link.json").symlink_to(fake.path / "base.json")
+    for saving in ("base.json", "./base.json", "link.json"):
+        r = run(fake, "--qcrypto-compare", "base.json", "--qcrypto-save", saving)
+        assert r.ret == USAGE, r.stdout.str()
+        r.stderr.fnmatch_lines([f"ERROR: --qcrypto-save {saving} is the baseline given to "
+                                "--qcrypto-compare: it would be replaced by this run's figures, "
+                                "even if they fail the gate; save elsewhere (--qcrypto-save="
+                                "new.json) and replace the baseline after a passing run"])
+        assert "Traceback" not in r.stdout.str() + r.stderr.str()
+    assert (fake.path / "base.json").read_bytes() == before
+
+
 # -- several baselines --------------------------------------------------------------------------
 
 
