@@ -19,6 +19,7 @@ from pytest_qcrypto import __version__
 from pytest_qcrypto.algorithms import catalog
 from pytest_qcrypto.measure import limits, registry
 from pytest_qcrypto.measure.harness import KIB, Measurement, WorkerRecord
+from pytest_qcrypto.measure.machine import cpu_clock_too_coarse
 
 FORMAT = "pytest-qcrypto results"
 #: The most operations a result may record per round: 2**53, the largest whole number a
@@ -73,9 +74,12 @@ def without_wait(rounds_s: Sequence[float], cpu_s: Sequence[float],
 
     ``share`` is the part of the time off the CPU that was a wait for a CPU held by other
     work: each round loses that share of its wall time beyond its CPU time; the rest (a
-    plugin sleeping, a device working) stays.  A round is at least its CPU time.
+    plugin sleeping, a device working) stays.  A round is at least its CPU time.  None too
+    when the CPU clock could not time a round (:func:`.machine.cpu_clock_too_coarse`): the
+    CPU time, and so the wait, is unknown.
     """
-    if not share or not rounds_s or len(cpu_s) != len(rounds_s):
+    if (not share or not rounds_s or len(cpu_s) != len(rounds_s)
+            or cpu_clock_too_coarse(cpu_s)):
         return None
     return [w - share * max(w - c, 0.0) for w, c in zip(rounds_s, cpu_s)]
 
