@@ -3,6 +3,9 @@
 
 from __future__ import annotations
 
+import statistics
+from collections.abc import Sequence
+
 from pytest_qcrypto.measure.harness import KIB, Measurement
 
 
@@ -27,3 +30,13 @@ def describe(m: Measurement) -> str:
     """``sha256 openssl 4096 B digest``, ``ed25519 openssl sign``: a cell in words."""
     return f"{m.algorithm} {m.plugin} {m.size} B {m.direction}" if m.sized else \
         f"{m.algorithm} {m.plugin} {m.direction}"
+
+
+def which_try(ranks: Sequence[float], kept: int) -> str:
+    """What the kept try is among the tries ranked by ``ranks``: ``fastest try`` (also of
+    one), ``median try``, else ``try N``."""
+    if ranks[kept] >= max(ranks):
+        return "fastest try"
+    if ranks[kept] in (statistics.median_low(ranks), statistics.median_high(ranks)):
+        return "median try"
+    return f"try {kept + 1}"

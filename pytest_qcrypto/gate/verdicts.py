@@ -39,7 +39,7 @@ from pytest_qcrypto.measure import threads
 from pytest_qcrypto.gate.stats import TestResult
 from pytest_qcrypto.measure.harness import KIB, Measurement
 from pytest_qcrypto.results.store import Result, ResultsFile
-from pytest_qcrypto.gate.text import describe, fastest_round_bps, kib, pct  # noqa: F401
+from pytest_qcrypto.gate.text import describe, fastest_round_bps, kib, pct, which_try  # noqa: F401
 from pytest_qcrypto.gate.rules import (WILDCARD, Rule, Rules, marker_floors,  # noqa: F401 (gate.Rule)
                                   parse_kib_per_s, parse_pattern, parse_percent, parse_whole,
                                   cell_column)
@@ -219,16 +219,6 @@ def _tries_text(tries: Sequence[Measurement], waits: Sequence[float | None], bes
         which = (f"{which_try(ranks, best)} without its wait for a CPU: {kib(clock, u)} by the "
                  f"clock, judged as {kib(figure, u)}")
     return f"tries: {', '.join(parts)} {u} ({which})"
-
-
-def which_try(ranks: Sequence[float], kept: int) -> str:
-    """What the kept try is among the tries ranked by ``ranks``: ``fastest try`` (also of
-    one), ``median try``, else ``try N``."""
-    if ranks[kept] >= max(ranks):
-        return "fastest try"
-    if ranks[kept] in (statistics.median_low(ranks), statistics.median_high(ranks)):
-        return "median try"
-    return f"try {kept + 1}"
 
 
 
