@@ -49,7 +49,10 @@ class Baselines(BaselineIndex):
         for f in self.files:
             for typed, entry in f.plugins.items():
                 plugins.setdefault(typed, entry)
-        joined = ResultsFile([r for f in self.files for r in f.results], machine=first.machine,
+        every = [r for f in self.files for r in f.results]
+        #: results whose test failed (or errored) after measuring: never used as a baseline
+        self.failed = [r for r in every if r.outcome]
+        joined = ResultsFile([r for r in every if not r.outcome], machine=first.machine,
                              plugins=plugins, complete=all(f.complete for f in self.files),
                              created=first.created, settings=first.settings, path=first.path)
         super().__init__(joined)

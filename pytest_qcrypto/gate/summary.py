@@ -171,6 +171,10 @@ def summary_lines(rules: GateRules, baseline: BaselineIndex | None,
     lines += _speedup_lines(rules, every)
     lines += _difference_lines(verdicts, machine_differences, library_difference)
     lines += _status_lines(every)
+    failed = getattr(baseline, "failed", [])  # results of a test that failed (compare.py)
+    if failed:
+        lines.append("baseline cells whose test failed there (never used as a baseline):")
+        lines += [f"  {describe(r)}: {r.test or 'its test'} {r.outcome}" for r in failed]
     lines += _cell_lines(rules, baseline, verdicts, gone)
     return lines + ([saved] if saved else [])
 

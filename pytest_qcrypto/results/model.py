@@ -109,6 +109,9 @@ class Result:
     verdict: Mapping[str, Any] | None = None
     threads: int = 1
     one_thread_bytes_per_second: float | None = None
+    #: the outcome of the test that measured it, when not passed (``failed``: it failed or
+    #: errored after measuring); such a result is never used as a baseline
+    outcome: str = ""
 
     @classmethod
     def from_measurement(cls, m: Measurement, test: str | None = None,
@@ -232,6 +235,8 @@ class Result:
             out["iv"] = self.iv
         if self.verdict:
             out["verdict"] = dict(self.verdict)
+        if self.outcome:
+            out["outcome"] = self.outcome
         return out
 
 

@@ -60,7 +60,8 @@ test that measures it again replaces its entry): :func:`load` refuses a file
 that repeats (algorithm, canonical plugin, size, direction) for the same test.
 ``tries`` (optional) lists ``bytes_per_second`` of every try when the gate measured a
 cell again; ``verdict`` (optional) its decision against a baseline and its statistic
-(:meth:`.gate_stats.TestResult.record`).  ``machine_state`` (optional) is the load and
+(:meth:`.gate_stats.TestResult.record`).  ``outcome`` (optional): ``"failed"`` when
+the test that measured it failed or errored afterwards; never used as a baseline.  ``machine_state`` (optional) is the load and
 clock state when measuring started: it differs between identical runs (not fingerprint).
 
 Schema 1 is the figures-only form: ``schema_version``, optional ``machine``,
@@ -205,6 +206,8 @@ def _result(r: object, i: int, check: _Checker) -> Result:
         threads=g(r, "threads", w, "a whole number from 1", lambda v: _is_int(v) and v >= 1, 1),
         one_thread_bytes_per_second=g(r, "one_thread_bytes_per_second", w, "a positive number",
                                       lambda v: _is_number(v) and v > 0, None),
+        outcome=g(r, "outcome", w, '"passed" or "failed"', lambda v: v in ("passed", "failed"),
+                  "").replace("passed", ""),
     )
     raw = g(r, "workers", w, "a list of objects",
             lambda v: isinstance(v, list) and all(isinstance(e, dict) for e in v), [])
