@@ -1,4 +1,28 @@
-"""Root conftest: the test suite drives pytest-qcrypto through pytester (enabled in pyproject)."""
+"""Root conftest: the test suite drives pytest-qcrypto through pytester (enabled in pyproject).
+
+The tiers: a plain ``pytest`` here (the README's test command, its paths from ``testpaths``)
+runs the main tier on 2 pytest-xdist workers and leaves out the kernel VM tier (marker
+``kernel_vm``: Debian's kernel booted under QEMU), which ``pytest -m kernel_vm`` runs (``.ci/run``
+runs both).  Given paths, ``-n``, ``-m`` or any ``--qcrypto-*`` option (the main job), pytest
+runs as asked.
+"""
+
+import pytest
+
+#: Workers of the main tier (the project's machine has 2 CPUs).
+WORKERS = 2
+
+
+@pytest.hookimpl(tryfirst=True)  # before pytest-xdist's own (it turns -n into workers)
+def pytest_cmdline_main(config):
+    if (config.args_source != pytest.Config.ArgsSource.TESTPATHS or hasattr(config, "workerinput")
+            or any(a.startswith("--qcrypto") for a in config.invocation_params.args)):
+        return
+    if not config.option.markexpr:
+        config.option.markexpr = "not kernel_vm"
+    if (config.pluginmanager.hasplugin("xdist") and config.option.numprocesses is None
+            and not config.getoption("usepdb", False) and not config.option.collectonly):
+        config.option.numprocesses = WORKERS
 
 
 def pytest_configure(config):

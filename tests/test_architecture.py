@@ -18,8 +18,9 @@ PACKAGE = Path(__file__).resolve().parent.parent / "pytest_qcrypto"
 #: The wings, lowest first: each may import only the wings before it (and itself).
 WINGS = ("algorithms", "backends", "checks", "measure", "results", "output", "gate", "targets",
          "pytest_side", "commands")
-#: The wings that may import pytest: the pytest side and the commands.
-PYTEST_WINGS = ("pytest_side", "commands")
+#: The wings that may import pytest: the pytest side and the commands (and the entry point,
+#: whose hooks and fixtures pytest reads).
+PYTEST_WINGS = ("pytest_side", "commands", "plugin")
 #: The modules at the top of the package: its public face and the pytest11 entry point.
 TOP = {"": "the package's public face", "plugin": "the pytest11 entry point"}
 

@@ -121,7 +121,7 @@ def test_a_registered_layout_is_a_choice_of_pytest_and_qcrypto_report(pytester, 
     copy = pytester.path / "pkg" / "pytest_qcrypto"
     shutil.copytree(Path(pytest_qcrypto.__file__).parent, copy,
                     ignore=shutil.ignore_patterns("__pycache__"))
-    with open(copy / "layouts.py", "a", encoding="utf-8") as f:
+    with open(copy / "output" / "layouts.py", "a", encoding="utf-8") as f:
         f.write(TSV_LAYOUT)
     monkeypatch.setenv("PYTHONPATH", str(copy.parent))
     monkeypatch.setenv("PYTEST_DISABLE_PLUGIN_AUTOLOAD", "1")

@@ -10,7 +10,7 @@ from pytest_qcrypto.commands import qcrypto as cli
 from pytest_qcrypto.pytest_side import options
 from pytest_qcrypto.algorithms import settings
 
-PACKAGE = Path(options.__file__).resolve().parent
+PACKAGE = Path(options.__file__).resolve().parent.parent
 
 #: Every option and its metavar (None: a flag) as pytest --help showed them before the table.
 OPTIONS_BEFORE = [
@@ -32,6 +32,8 @@ OPTIONS_BEFORE = [
     # issue 16: other interpreters and hosts, A/B in one run
     ("--qcrypto-target", "NAME=SPEC"), ("--qcrypto-interleave", None),
     ("--qcrypto-compare-target", "NAME"),
+    # issue 23: counted instructions
+    ("--qcrypto-measure", "WHAT"), ("--qcrypto-instructions-threshold", "PCT"),
 ]
 #: Every ini key and its type as pytest --help showed them before the table.
 INI_BEFORE = [
@@ -44,6 +46,7 @@ INI_BEFORE = [
     ("qcrypto_count", "string"),  # issue 13
     ("qcrypto_max_speedup", "string"), ("qcrypto_strict", "bool"),  # issue 14
     ("qcrypto_targets", "linelist"),  # issue 16
+    ("qcrypto_measure", "string"), ("qcrypto_instructions_threshold", "string"),  # issue 23
 ]
 
 
@@ -130,7 +133,7 @@ def test_usage_errors_under_the_qcrypto_command_point_to_qcrypto_list(pytester):
 
 
 def _imports(module: str) -> set[str]:
-    tree = ast.parse((PACKAGE / f"{module}.py").read_text(encoding="utf-8"))
+    tree = ast.parse((PACKAGE / f"{module.replace('.', '/')}.py").read_text(encoding="utf-8"))
     found = set()
     for node in ast.walk(tree):
         if isinstance(node, ast.ImportFrom) and node.module:
@@ -142,7 +145,8 @@ def _imports(module: str) -> set[str]:
 
 
 def test_process_helpers_come_from_procs_and_the_plugin_needs_no_cli():
-    assert not {"pytest_qcrypto.measure.jobs", "pytest_qcrypto.timeout"} & _imports("isolate")
-    assert "pytest_qcrypto.measure.jobs" not in _imports("limits")
-    assert "pytest_qcrypto.measure.procs" in _imports("isolate") & _imports("jobs")
+    assert not {"pytest_qcrypto.measure.jobs", "pytest_qcrypto.timeout"} & _imports("measure.isolate")
+    assert "pytest_qcrypto.measure.jobs" not in _imports("measure.limits")
+    assert "pytest_qcrypto.measure.procs" in (_imports("measure.isolate")
+                                              & _imports("measure.jobs"))
     assert not any(n.startswith("pytest_qcrypto.commands.qcrypto") for n in _imports("plugin"))

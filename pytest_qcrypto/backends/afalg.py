@@ -100,6 +100,9 @@ class AfalgPlugin(CryptoPlugin):
     path of /proc/crypto: both exist so that tests can stand in for the kernel.
     """
 
+    outside_process = ("the kernel does the work (AF_ALG sockets), out of reach"
+                       " of a user-space instruction count")
+
     name = "afalg"
     default_rank = 40
     aliases = ("af_alg",)

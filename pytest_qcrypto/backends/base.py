@@ -236,6 +236,10 @@ class CryptoPlugin:
     default_rank: int = 1000
     library: str = ""
     description: str = ""
+    #: Why this plugin's work happens outside the Python process (a kernel, a device), in a
+    #: few words; ``--qcrypto-measure=instructions`` refuses the plugin with it.  Empty: the
+    #: work runs in the process, where its instructions can be counted.
+    outside_process: str = ""
 
     def __repr__(self) -> str:
         return f"<{type(self).__name__} {self.name!r}>"

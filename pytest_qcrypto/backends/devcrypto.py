@@ -98,6 +98,9 @@ class DevcryptoPlugin(CryptoPlugin):
     that tests can put a stand-in for the kernel behind the same code.
     """
 
+    outside_process = ("the kernel or a device does the work (/dev/crypto), out of reach"
+                       " of a user-space instruction count")
+
     name = "devcrypto"
     default_rank = 50
     aliases = ("cryptodev", "dev-crypto")

@@ -31,6 +31,8 @@ bad file or option (one line on standard error); 0 otherwise.
 
 from __future__ import annotations
 
+from pytest_qcrypto.measure import counting
+
 import re
 import sys
 from collections.abc import Sequence
@@ -40,7 +42,8 @@ from typing import Any
 import pytest
 
 from pytest_qcrypto.algorithms import catalog
-from pytest_qcrypto.gate import compare, verdicts as gate
+from pytest_qcrypto.gate import compare, counted as counted_gate, verdicts as gate
+from pytest_qcrypto.pytest_side import counting as counting_side
 from pytest_qcrypto.output import report
 from pytest_qcrypto.results import store as results
 from pytest_qcrypto.pytest_side.options import BOOL_INI
@@ -94,6 +97,11 @@ class _Command:
             output = parse_output(self.unit, self.fmt)
             base = _load(self.base, "BASE")
             current = _load(self.current, "CURRENT")
+            why = counted_gate.mismatch(counted_gate.kind_of(base), counted_gate.kind_of(current),
+                                        self.base)
+            if why:
+                raise SettingsError(why)
+            rules.instructions = counting_side.read(config, 1, 1).threshold  # type: ignore
         except (SettingsError, results.ResultsError) as exc:
             sys.stderr.write(f"ERROR: {COMMAND}: {str(exc).removeprefix('--qcrypto-compare: ')}\n")
             return USAGE_ERROR
@@ -142,7 +150,8 @@ def measurement(r: results.Result) -> Measurement:
         count, rounds, figure_only = 1, (per_iteration * (r.size or 1) / r.bytes_per_second,), True
     return Measurement(r.algorithm, r.plugin, r.size, r.direction, count, rounds,
                        tuple(r.cpu_s), r.canonical_plugin, r.operation, r.driver, r.hardware,
-                       jobs=r.jobs, figure_only=figure_only, iv=r.iv, threads=r.threads)
+                       jobs=r.jobs, figure_only=figure_only, iv=r.iv, threads=r.threads,
+                       counted=counting.from_record(r.instructions) if r.instructions else None)
 
 
 def verdicts_of(rules: GateRules, baselines: Baselines,
@@ -161,7 +170,11 @@ def verdicts_of(rules: GateRules, baselines: Baselines,
                                          lambda typed: _version(current, typed))
 
         c = gate.criteria(rules, m, names, base, None, differences)
-        verdict = gate.judge([m], [r.cpu_wait_share], c, more=False)
+        if m.counted is not None:  # counted instructions: the instruction gate's own rule
+            threshold = getattr(rules, "instructions", counted_gate.threshold_rule())
+            verdict = counted_gate.judge(m, counted_gate.criteria(c, threshold))
+        else:
+            verdict = gate.judge([m], [r.cpu_wait_share], c, more=False)
         assert verdict is not None  # more=False: always a verdict
         suspicious = speedup_failure(verdict, rules)  # None unless qcrypto_strict
         if suspicious:

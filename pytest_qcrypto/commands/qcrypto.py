@@ -16,7 +16,7 @@ one this parser finds).  :mod:`pytest_qcrypto.pytest_side.progress` adds the pro
 standard error, and ends an interrupted run with one line.  ``speed``
 adds ``--qcrypto-bare``: the plugin then writes the results alone to standard
 output and pytest's own lines (progress, failures) to standard error, which
-:class:`pytest_qcrypto.pytest_side.options.StderrTerminal` arranges; and the hidden
+:class:`pytest_qcrypto.pytest_side.progress.StderrTerminal` arranges; and the hidden
 ``--qcrypto-command=qcrypto``, so that messages point to ``qcrypto list``.
 Every ``--qcrypto-*`` option of the pytest plugin passes through unchanged.
 
@@ -108,6 +108,9 @@ def build_parser() -> argparse.ArgumentParser:
                        default=[], help="also measure in another Python interpreter, an "
                        "execnet gateway spec (popen//python=PATH, ssh=user@host//python=python3"
                        "): rows PLUGIN@NAME (repeatable; --qcrypto-target)")
+    speed.add_argument("--measure", dest="measure", metavar="WHAT", choices=("time", "instructions"),
+                       help="time (default, KiB/s) or instructions: count the instructions "
+                            "of one operation (valgrind or the PMU; --qcrypto-measure)")
     speed.add_argument("-v", dest="verbose", action="count", default=0,
                        help="print the counts and times per plugin before each table, and "
                             "the cell being measured on standard error")
@@ -141,6 +144,9 @@ def build_parser() -> argparse.ArgumentParser:
     judge.add_argument("--qcrypto-threshold", metavar="PCT",
                        help="the slowdown that counts as a regression, e.g. 10%% (default: "
                             "ini qcrypto_threshold, else 10%%)")
+    judge.add_argument("--qcrypto-instructions-threshold", metavar="PCT",
+                       help="for files counted with --qcrypto-measure=instructions: percent "
+                            "more instructions that fails a cell (default 1%%)")
     judge.add_argument("--qcrypto-require-same-machine", action="store_true",
                        help="do not judge cells whose baseline comes from another machine or "
                             "library version")
@@ -183,6 +189,8 @@ def main(argv: Sequence[str] | None = None) -> int:
 
         ini = ([f"--config-file={ns.config_file}"] if ns.config_file else []) + \
             [f"--override-ini={o}" for o in ns.override_ini]
+        if ns.qcrypto_instructions_threshold is not None:
+            ini.append(f"--qcrypto-instructions-threshold={ns.qcrypto_instructions_threshold}")
         return compare_cli.run(ns.base, ns.current, ns.qcrypto_threshold,
                                ns.qcrypto_require_same_machine, ns.qcrypto_unit,
                                ns.qcrypto_format, ini)
@@ -240,6 +248,8 @@ def speed_args(ns: argparse.Namespace, extra: Sequence[str]) -> list[str]:
         raise UsageError(f"qcrypto speed: -P: at most {settings.MAX_PLUGINS} plugins, "
                          f"got {len(ns.plugins)}")
     args = ["--qcrypto-bare", "-p", "no:cacheprovider"]
+    if getattr(ns, "measure", None):
+        args.append(f"--qcrypto-measure={ns.measure}")
     args += ["-v"] * ns.verbose + ["--no-header"] if ns.verbose else ["-qq"]
     selecting = [f"--qcrypto-{option}" for option in catalog.OPTION_GROUPS]
     named = any(a.split("=")[0] in selecting for a in extra)

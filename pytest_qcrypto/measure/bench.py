@@ -15,6 +15,7 @@ from pytest_qcrypto.measure.registry import Selection
 from __future__ import annotations
 
 from collections.abc import Callable
+from typing import Any
 from dataclasses import dataclass
 from functools import partial
 from types import TracebackType
@@ -23,7 +24,7 @@ from pytest_qcrypto.algorithms import catalog
 from pytest_qcrypto.measure import harness, isolate as isolation, jobs as multi
 from pytest_qcrypto.algorithms import settings
 from pytest_qcrypto.checks import known_answers
-from pytest_qcrypto.measure import limits, pkey_bench, threads as threaded
+from pytest_qcrypto.measure import counting, limits, pkey_bench, threads as threaded
 from pytest_qcrypto.checks.known_answers import checked_roundtrip_runner  # noqa: F401 (its old home)
 from pytest_qcrypto.backends.base import Context, Unsupported, Workload
 from pytest_qcrypto.algorithms.catalog import Algorithm, Direction
@@ -147,7 +148,7 @@ class BenchContext:
                 rounds: int = 3, jobs: int = 1, timeout: float | None = None,
                 isolate: bool = False, count: int | None = None, roundtrip: bool = False,
                 check_roundtrip: bool = False, threads: int = 1,
-                operation: str | None = None) -> Measurement:
+                operation: str | None = None, measure: str = "time") -> Measurement:
         """Time ``size``-byte operations (bytes; ``min_time`` in seconds).
 
         The kinds without a buffer size (signatures, key agreement, KEMs, RSA encryption,
@@ -192,6 +193,8 @@ class BenchContext:
         way = _Way(decrypt, roundtrip, check_roundtrip, count, operation or "")
         _check_measurable(self, size, min_time, rounds, jobs, way)
         threaded.check_threads(threads, jobs)
+        if measure == "instructions":  # counted in child processes (measure/counting.py)
+            return counting.counted_measurement(self, size, way, jobs, threads, timeout)
         body = partial(_measure_here, self, size, way, min_time, rounds, jobs, threads)
         if self.context is None:  # opened, measured and closed in the child
             return isolation.run_isolated(partial(_open_and_measure, self, body), timeout,
@@ -288,13 +291,12 @@ class _Way:
     operation: str = ""
 
 
-def _measure_here(bench: BenchContext, size: int, way: _Way, min_time: float, rounds: int,
-                  jobs: int, threads: int = 1) -> Measurement:
-    """:meth:`BenchContext.measure` in the process that holds the context: known answers,
-    round trip, then the timed rounds (in ``jobs`` processes, or ``threads`` threads, if > 1).
-    A size-less cell (:mod:`pytest_qcrypto.measure.pkey_bench`) has size 0 and times ``way.operation``."""
+def prepare(bench: BenchContext, size: int, way: _Way) -> tuple[Callable[[int], None], Direction,
+                                                                 int, Workload, Callable[..., Any]]:
+    """Before the timed rounds of :func:`_measure_here`: known answers, workload, round trip;
+    (the checked runner, direction, size: 0 if size-less, workload, the runner maker)."""
     bench.check()
-    alg, ctx, typed = bench.algorithm, bench.context, bench.selection.typed
+    alg, typed = bench.algorithm, bench.selection.typed
     sized = alg.rules.sized
     direction = alg.direction(way.decrypt, way.roundtrip) if sized else \
         pkey_bench.direction(alg, way.operation)
@@ -317,7 +319,18 @@ def _measure_here(bench: BenchContext, size: int, way: _Way, min_time: float, ro
                 f"plugin {typed} returned {type(run).__name__} from {method}, "
                 "expected a callable that runs count operations")
         return run
-    run, one_thread = checked_runner(ctx), None
+    return checked_runner(bench.context), direction, size, work, checked_runner
+
+
+def _measure_here(bench: BenchContext, size: int, way: _Way, min_time: float, rounds: int,
+                  jobs: int, threads: int = 1) -> Measurement:
+    """:meth:`BenchContext.measure` in the process that holds the context: known answers,
+    round trip, then the timed rounds (in ``jobs`` processes, or ``threads`` threads, if > 1).
+    A size-less cell (:mod:`pytest_qcrypto.measure.pkey_bench`) has size 0 and times ``way.operation``."""
+    run, direction, size, work, checked_runner = prepare(bench, size, way)
+    alg, ctx, typed = bench.algorithm, bench.context, bench.selection.typed
+    roundtrip = direction == Direction.ROUNDTRIP
+    one_thread = None
     workers: tuple[harness.WorkerRecord, ...] = ()
     if jobs > 1:
         timing: harness.Timing | multi.JobsTiming = multi.time_jobs(

@@ -38,6 +38,7 @@ from pytest_qcrypto.measure import bench, harness, isolate as isolation, jobs as
 from pytest_qcrypto.algorithms import settings
 from pytest_qcrypto.measure.bench import Randomness
 from pytest_qcrypto.algorithms.callable_names import PLUGIN, algorithm, name_problem  # noqa: F401
+from pytest_qcrypto.backends.base import Unsupported
 from pytest_qcrypto.measure.harness import Measurement
 from pytest_qcrypto.checks.known_answers import KnownAnswerError
 
@@ -95,7 +96,8 @@ class CallableBench:
     def measure(self, size: int, *, min_time: float = 0.1, rounds: int = 3, jobs: int = 1,
                 timeout: float | None = None, isolate: bool = False, count: int | None = None,
                 decrypt: bool = False, roundtrip: bool = False,
-                check_roundtrip: bool = False, threads: int = 1) -> Measurement:
+                check_roundtrip: bool = False, threads: int = 1,
+                measure: str = "time") -> Measurement:
         """Time calls on ``size``-byte buffers (bytes; ``min_time`` and ``timeout`` seconds).
 
         As :meth:`pytest_qcrypto.measure.bench.BenchContext.measure`: ``count`` fixes the calls per
@@ -106,6 +108,9 @@ class CallableBench:
         a callable has one direction, ``call``; ``check_roundtrip`` is ignored),
         :class:`CheckError`, ``TimerError``, and what ``fn`` raises.
         """
+        if measure != "time":
+            raise Unsupported("instructions are not counted for your own callables: the "
+                              "function cannot be sent to a counting process")
         if self.abandoned or self.closed:
             raise RuntimeError(f"{PLUGIN} {self.algorithm.name}: "
                                f"{'abandoned after a timeout' if self.abandoned else 'closed'}")

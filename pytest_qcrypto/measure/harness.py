@@ -43,6 +43,7 @@ import statistics
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
+from typing import Any
 
 from pytest_qcrypto.algorithms import catalog, settings
 from pytest_qcrypto.backends.base import Runner
@@ -131,6 +132,12 @@ class Measurement:
     one_thread_bps: float | None = field(default=None, compare=False)
     #: of the threads' time, the share they waited for a CPU held by other work (None: unknown)
     threads_cpu_wait: float | None = field(default=None, compare=False)
+    #: ``--qcrypto-measure=instructions``: the instructions one operation took and how they
+    #: were counted (:class:`pytest_qcrypto.measure.counting.Counted`); None: timed.  A
+    #: counted measurement has one nominal round, its instructions at one per nanosecond
+    #: (:func:`pytest_qcrypto.measure.counting.nominal_rounds`), so that its rate is work per
+    #: 10**9 instructions: higher is still better.
+    counted: Any = field(default=None, compare=False)
 
     @property
     def operations(self) -> int:

@@ -36,8 +36,8 @@ from pytest_qcrypto.output.layouts import (  # noqa: F401 (re-exported: the layo
     markdown_legend, markdown_lines, openssl_lines, report)
 from pytest_qcrypto.algorithms.settings import SettingsError
 from pytest_qcrypto.output.tables import (  # noqa: F401 (re-exported: the table model)
-    DEFAULT_UNIT, FAILED, MARKERS, SKIPPED, UNITS, Cell, Changes, GateTables, SummaryTable, Table,
-    Unit, change_lines, header, notes, table_lines, verbose_block)
+    COUNTED_UNITS, DEFAULT_UNIT, FAILED, MARKERS, SKIPPED, UNITS, Cell, Changes, GateTables,
+    SummaryTable, Table, Unit, change_lines, header, notes, table_lines, verbose_block)
 
 #: ``--qcrypto-format`` choices: the registered layouts' names, a live view of
 #: :data:`.layouts.LAYOUTS` (a layout registered later is a choice too).
@@ -113,12 +113,13 @@ def parse_output(unit: str | None = None, fmt: str | None = None,
     ``plot`` is one path or several (each checked: its suffix, then by
     ``plotter.check`` when given; one file given twice is written once).
     """
-    if unit is not None and unit not in UNITS:
-        same = [u for u in UNITS if u.lower() == unit.lower()]
+    choices = [u for u in UNITS if u not in COUNTED_UNITS]  # counted: not a choice
+    if unit is not None and unit not in choices:
+        same = [u for u in choices if u.lower() == unit.lower()]
         hint = (f"; units are case-sensitive (k = 1000, Ki = 1024, b = bit): "
                 f"did you mean {same[0]}?" if same else ".")
         raise SettingsError(f"--qcrypto-unit: unknown unit {unit!r}{hint} "
-                            f"Valid units: {', '.join(UNITS)}")
+                            f"Valid units: {', '.join(choices)}")
     if fmt is not None and fmt not in FORMATS:
         raise SettingsError(f"--qcrypto-format: unknown format {fmt!r}. "
                             f"Valid formats: {', '.join(FORMATS)}")

@@ -12,6 +12,8 @@ pytest.
 
 from __future__ import annotations
 
+from pytest_qcrypto.measure import counting
+
 import sys
 from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path, PurePath
@@ -92,7 +94,9 @@ def _measurement(r: Any) -> Measurement:
                        jobs=max(int(getattr(r, "jobs", 1) or 1), 1), workers=workers,
                        figure_only=figure_only, iv=getattr(r, "iv", ""),
                        threads=getattr(r, "threads", 1),
-                       one_thread_bps=getattr(r, "one_thread_bytes_per_second", None))
+                       one_thread_bps=getattr(r, "one_thread_bytes_per_second", None),
+                       counted=counting.from_record(r.instructions)
+                       if getattr(r, "instructions", None) else None)
 
 
 def machine_labels(names: Sequence[str]) -> list[str]:

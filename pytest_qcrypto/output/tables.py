@@ -53,7 +53,15 @@ UNITS: dict[str, Unit] = {u.name: u for u in (
     Unit("MB/s", "MB/s, 1 MB = 1000000 bytes", lambda m: m.bytes_per_second / 1_000_000),
     Unit("ops/s", "ops/s", lambda m: m.operations / m.median_s),
     Unit("ns/op", "ns/op", lambda m: m.median_s / m.operations * 1e9, faster_is_higher=False),
+    # --qcrypto-measure=instructions (pytest_qcrypto.measure.counting): never chosen by
+    # --qcrypto-unit, a table of counted cells is always in one of these
+    Unit("instructions/byte", "instructions per byte, counted; fewer is faster",
+         lambda m: m.counted.per_unit(m.size), faster_is_higher=False),
+    Unit("instructions/op", "instructions per operation, counted; fewer is faster",
+         lambda m: m.counted.per_operation, faster_is_higher=False),
 )}
+#: The units of counted tables, not choices of --qcrypto-unit.
+COUNTED_UNITS = ("instructions/byte", "instructions/op")
 DEFAULT_UNIT = "KiB/s"
 
 
@@ -111,7 +119,11 @@ OPS_UNIT = catalog.RULES[catalog.Kind.SIGNATURE].unit
 
 def unit_of(table: Table, unit: str) -> str:
     """The unit ``table`` is shown in: ``unit`` for a table of sizes, ops/s for one of
-    operations (a KiB/s of a signature means nothing)."""
+    operations (a KiB/s of a signature means nothing); a table of counted instructions
+    (``--qcrypto-measure=instructions``) in instructions per byte, or per operation."""
+    if any(c.measurement is not None and c.measurement.counted is not None
+           for c in table.cells.values()):
+        return COUNTED_UNITS[0] if table.sized else COUNTED_UNITS[1]
     return unit if table.sized else OPS_UNIT
 
 

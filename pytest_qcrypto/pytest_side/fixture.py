@@ -28,12 +28,13 @@ from typing import Any, NoReturn
 import pytest
 
 from pytest_qcrypto.measure import bench, callables
-from pytest_qcrypto.gate import verdicts as gate
+from pytest_qcrypto.gate import counted as counted_gate, verdicts as gate
 from pytest_qcrypto.measure import limits, pkey_bench
 from pytest_qcrypto.backends.base import AuthenticationError, Unavailable, Unsupported
 from pytest_qcrypto.measure.bench import BenchContext, Case, Randomness
 from pytest_qcrypto.measure.harness import Measurement, TimerError
 from pytest_qcrypto.measure.isolate import IsolatedError
+from pytest_qcrypto.measure.counting import CountingError
 from pytest_qcrypto.measure.jobs import JobsError
 from pytest_qcrypto.checks.known_answers import KnownAnswerError
 from pytest_qcrypto.measure.machine import WaitMeter
@@ -84,6 +85,7 @@ class MeasureOptions:
     count: int | None = None
     check_roundtrip: bool = False
     threads: int = 1
+    measure: str = "time"  # or "instructions": --qcrypto-measure (measure/counting.py)
 
 
 def fail(message: str) -> NoReturn:
@@ -166,8 +168,8 @@ class MeasuredContext:
             self._record(m, None)
             return m
         first_wait = self._meter.share() if self._meter is not None else None
-        verdict = retry(m, lambda: self._measure(size, way, options), self._criteria(m),
-                        first_wait)
+        verdict = counted_gate.judge(m, self._criteria(m)) if m.counted is not None else \
+            retry(m, lambda: self._measure(size, way, options), self._criteria(m), first_wait)
         if self._meter is not None:
             self._meter.start()  # the next measurement of this item is timed from here
         self._record(verdict.measurement, verdict)
@@ -183,7 +185,9 @@ class MeasuredContext:
         if self.bench.closed:
             fail(f"{who} {at}: not measured, the context is closed")
         try:
-            return self.bench.measure(size, **way, **dataclasses.asdict(options))
+            kwargs = dataclasses.asdict(options)  # "time": unsaid (older targets lack it)
+            return self.bench.measure(size, **way, **{k: v for k, v in kwargs.items()
+                                                      if (k, v) != ("measure", "time")})
         except limits.MeasurementTimeout as exc:
             fail(f"timed out after {exc.seconds:g} s in {who} {at}")
         except limits.CallTimeout as exc:
@@ -196,7 +200,7 @@ class MeasuredContext:
             pytest.skip(f"{who}: {exc}")
         except AuthenticationError as exc:
             fail(f"{who} {at}: authentication failed: {exc}")
-        except (TimerError, JobsError) as exc:
+        except (TimerError, JobsError, CountingError) as exc:
             fail(f"{who} {at}: {exc}")
         except OSError as exc:
             driver = f" (driver {self.driver})" if self.driver else ""
@@ -364,22 +368,14 @@ class QcryptoFixture:
             raise first
 
 
-# -- the fixtures (pytest finds them through pytest_qcrypto.plugin) ------------------------
+# -- the fixtures' work (pytest finds the fixtures in pytest_qcrypto.plugin) ----------------
 
 #: Where the fixtures find how the run makes a ``qcrypto`` fixture for an item.
 FIXTURE_KEY = pytest.StashKey[Callable[[pytest.Item], QcryptoFixture]]()
 
 
-@pytest.fixture
-def qcrypto(request: pytest.FixtureRequest) -> Iterator[QcryptoFixture]:
-    """Open, measure and record crypto contexts in your own tests.
-
-    ``qcrypto.open(algorithm, plugin)`` returns a context with
-    ``measure(size_bytes) -> Measurement`` (``.kib_per_s``, ``.count``,
-    ``.rounds_s``); contexts close when the test ends.  Skips when the plugin is
-    unavailable or lacks the algorithm.  ``qcrypto.measure_callable(fn, size=4096,
-    name="encrypt_record")`` times your own code, ``fn(data)``, the same way.
-    """
+def qcrypto_fixture(request: pytest.FixtureRequest) -> Iterator[QcryptoFixture]:
+    """The ``qcrypto`` fixture of ``request``'s item, closed (its contexts too) at teardown."""
     fixture = request.config.stash[FIXTURE_KEY](request.node)
     try:
         yield fixture
@@ -390,9 +386,8 @@ def qcrypto(request: pytest.FixtureRequest) -> Iterator[QcryptoFixture]:
             fail(f"{fixture.failed_close}: close() failed: {limits.plugin_error(exc)}")
 
 
-@pytest.fixture
-def qcrypto_case(request: pytest.FixtureRequest) -> Case:
-    """The (algorithm, plugin, size) of this item: set by the matrix or ``@pytest.mark.qcrypto``."""
+def case_of_request(request: pytest.FixtureRequest) -> Case:
+    """The ``qcrypto_case`` of ``request``'s item: set by the matrix or the marker."""
     case = request.node.stash.get(CASE_KEY, None)
     if case is None:
         pytest.fail("qcrypto_case needs @pytest.mark.qcrypto(algorithms=..., ...) on the test",
@@ -400,15 +395,10 @@ def qcrypto_case(request: pytest.FixtureRequest) -> Case:
     return case
 
 
-@pytest.fixture
-def qcrypto_context(request: pytest.FixtureRequest, qcrypto: QcryptoFixture,
-                    qcrypto_case: Case) -> MeasuredContext:
-    """The open, keyed context of this item's (algorithm, plugin); closed at teardown.
-
-    A software context, a /dev/crypto session or an AF_ALG socket.  Its
-    ``measure(size)`` checks the known-answer vectors first, then times.  Under
-    ``@pytest.mark.qcrypto(callable=fn, ...)``: the callable (:meth:`QcryptoFixture.open_callable`).
-    """
+def context_of_request(request: pytest.FixtureRequest, qcrypto: QcryptoFixture,
+                       qcrypto_case: Case) -> MeasuredContext:
+    """The ``qcrypto_context`` of ``request``'s item: the case's open context, or under
+    ``@pytest.mark.qcrypto(callable=fn, ...)`` the callable (:meth:`QcryptoFixture.open_callable`)."""
     marker = request.node.get_closest_marker("qcrypto")
     if marker is not None and "callable" in marker.kwargs:
         return qcrypto.open_callable(marker.kwargs["callable"], qcrypto_case.algorithm,

@@ -27,6 +27,7 @@ from pytest_qcrypto.measure.interrupts import Interrupts
 from pytest_qcrypto.measure.registry import Registry, RegistryError, Selection
 from pytest_qcrypto.gate.rules import marker_floors
 from pytest_qcrypto.algorithms.settings import Settings, SettingsError
+from pytest_qcrypto.pytest_side import dormant
 
 CASE_KEY = pytest.StashKey[Case]()
 MATRIX_KEY = pytest.StashKey["Matrix"]()
@@ -278,8 +279,7 @@ def case_of(item: pytest.Item) -> Case | None:
 # -- reliability: interrupts, pytest-xdist -----------------------------------------------
 
 #: The skip reason of benchmark items on pytest-xdist workers.
-XDIST_SKIP = ("not measured under pytest-xdist: a measurement must not share the machine "
-              "with other tests; run benchmarks with -n 0")
+XDIST_SKIP = dormant.XDIST_SKIP
 
 
 def is_benchmark(item: pytest.Item) -> bool:

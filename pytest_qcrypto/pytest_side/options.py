@@ -12,7 +12,6 @@ come from the registries that define them (:mod:`pytest_qcrypto.output.render`).
 The hidden ``--qcrypto-command`` is set by the ``qcrypto`` command
 (:mod:`pytest_qcrypto.commands.qcrypto`): messages then send the reader to ``qcrypto list``
 rather than to ``pytest --qcrypto-list`` (:func:`for_command`).
-:class:`StderrTerminal` is what ``--qcrypto-bare`` registers.
 
 This is the pytest side: it imports pytest.
 """
@@ -20,21 +19,47 @@ This is the pytest side: it imports pytest.
 from __future__ import annotations
 
 import argparse
-import sys
+import importlib
+import os
+import re
+import shlex
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any
+from types import ModuleType
+from typing import TYPE_CHECKING, Any
 
 import pytest
 
-from pytest_qcrypto.algorithms import catalog
-from pytest_qcrypto.gate import verdicts as gate
-from pytest_qcrypto.measure import jobs, limits
-from pytest_qcrypto.output import render
-from pytest_qcrypto.algorithms import settings
-from pytest_qcrypto.measure import threads
-from pytest_qcrypto.backends import default_order
-from pytest_qcrypto.gate.rules import parse_speedup
+if TYPE_CHECKING:
+    from pytest_qcrypto.algorithms import catalog
+
+
+def _module(name: str) -> ModuleType:
+    """``pytest_qcrypto.NAME``, imported when a reader or a help text first needs it."""
+    return importlib.import_module(f"pytest_qcrypto.{name}")
+
+
+def _reader(module: str, function: str) -> Callable[..., Any]:
+    """A reader that imports ``pytest_qcrypto.MODULE`` and calls its ``FUNCTION`` when used."""
+    def read(*args: Any, **kwargs: Any) -> Any:
+        return getattr(_module(module), function)(*args, **kwargs)
+
+    read.__name__ = read.__qualname__ = function
+    read.__doc__ = f"``pytest_qcrypto.{module}.{function}``, imported on first use."
+    return read
+
+
+def _settings() -> Any:
+    return _module("algorithms.settings")
+
+
+def _gate() -> Any:
+    return _module("gate.verdicts")
+
+
+def _render() -> Any:
+    return _module("output.render")
+
 
 #: The option group of ``pytest --help``.
 GROUP = ("qcrypto", "crypto speed benchmarks (pytest-qcrypto)")
@@ -89,46 +114,50 @@ def _choices(names: list[str] | tuple[str, ...], last: str = "or") -> str:
 
 
 def _unit_help() -> str:
-    return (f"unit of the table cells: {', '.join(render.UNITS)}. KiB and MiB are "
-            f"1024-based, kB and MB 1000-based. Default: {render.DEFAULT_UNIT}.")
+    return (f"unit of the table cells: {', '.join(_render().UNITS)}. KiB and MiB are "
+            f"1024-based, kB and MB 1000-based. Default: {_render().DEFAULT_UNIT}.")
 
 
 def _format_help() -> str:
-    return render.format_help()  # every registered layout, with its help
+    return _render().format_help()  # every registered layout, with its help
 
 
 def _plot_help() -> str:
-    suffixes = [s for s in render.PLOT_SUFFIXES if s != ".html"]
-    html = ", or a self-contained .html" if ".html" in render.PLOT_SUFFIXES else ""
+    suffixes = [s for s in _render().PLOT_SUFFIXES if s != ".html"]
+    html = ", or a self-contained .html" if ".html" in _render().PLOT_SUFFIXES else ""
     return (f"also plot throughput against buffer size to PATH ({', '.join(suffixes)}{html}, "
             "by its suffix; repeatable: every PATH is written); needs pip install "
             "'pytest-qcrypto[plot]'.")
 
 
 def _timeout_help() -> str:
-    return (f"fail a measurement (known-answer check and timed rounds) that takes longer than "
+    limits = _module("measure.limits")
+    return ("fail a measurement (known-answer check and timed rounds) that takes longer than "
             f"this and go on with the next item (default {limits.DEFAULT_TIMEOUT:g}, or more "
             f"when --qcrypto-min-time x --qcrypto-rounds needs it; '{limits.OFF}': no limit).")
 
 
 def _digests(text: Any, where: str) -> list[catalog.Algorithm]:
-    return settings.parse_algorithms(text, (catalog.DIGEST,), where)
+    return _settings().parse_algorithms(text, (_module("algorithms.catalog").DIGEST,), where)
 
 
 def _ciphers(text: Any, where: str) -> list[catalog.Algorithm]:
-    return settings.parse_algorithms(text, (catalog.CIPHER, catalog.AEAD), where)
+    catalog = _module("algorithms.catalog")
+    return _settings().parse_algorithms(text, (catalog.CIPHER, catalog.AEAD), where)
 
 
 def _macs(text: Any, where: str) -> list[catalog.Algorithm]:
-    return settings.parse_algorithms(text, (catalog.MAC,), where)
+    return _settings().parse_algorithms(text, (_module("algorithms.catalog").MAC,), where)
 
 
 def _pkeys(text: Any, where: str) -> list[catalog.Algorithm]:
-    return settings.parse_algorithms(text, catalog.OPTION_GROUPS["pkey"], where)
+    return _settings().parse_algorithms(text, _module("algorithms.catalog").OPTION_GROUPS["pkey"],
+                                      where)
 
 
 def _kdfs(text: Any, where: str) -> list[catalog.Algorithm]:
-    return settings.parse_algorithms(text, catalog.OPTION_GROUPS["kdf"], where)
+    return _settings().parse_algorithms(text, _module("algorithms.catalog").OPTION_GROUPS["kdf"],
+                                      where)
 
 
 #: What reads each selecting option's names, by its word (``--qcrypto-pkey``: ``pkey``).
@@ -137,7 +166,7 @@ ALGORITHM_PARSERS: dict[str, Callable[[Any, str], list[catalog.Algorithm]]] = {
 
 
 def _confirm(text: Any, where: str) -> int:
-    return gate.parse_whole(text, where, 0, gate.MAX_CONFIRM)
+    return _gate().parse_whole(text, where, 0, _gate().MAX_CONFIRM)
 
 
 #: Every option and ini key, in the order of ``pytest --help``.
@@ -166,24 +195,25 @@ OPTIONS: tuple[Option, ...] = (
     Option("--qcrypto-plugin", action="append", metavar="NAME", default=[],
            ini="qcrypto_plugins", ini_type="args",
            ini_help="default crypto plugins (like --qcrypto-plugin).",
-           help=f"crypto plugin to measure (repeatable, at most {settings.MAX_PLUGINS}, table "
-                "rows in this order): openssl, pycryptodome, hashlib, ... Default: the first "
-                f"available of {', '.join(default_order())}; when only public-key algorithms "
+           help=lambda: f"crypto plugin to measure (repeatable, at most "
+                f"{_settings().MAX_PLUGINS}, table rows in this order): openssl, pycryptodome, "
+                "hashlib, ... Default: the first available of "
+                f"{', '.join(_module('backends').default_order())}; when only public-key algorithms "
                 "and KDFs are asked for, every available plugin that has one of them."),
     Option("--qcrypto-size", action="append", metavar="BYTES", default=[],
-           ini="qcrypto_sizes", ini_type="args", parse=settings.parse_sizes,
+           ini="qcrypto_sizes", ini_type="args", parse=_reader("algorithms.settings", "parse_sizes"),
            ini_help="default buffer sizes in bytes (like --qcrypto-size).",
-           help="buffer size in bytes (repeatable, comma lists allowed). Default: "
-                f"{','.join(map(str, settings.DEFAULT_SIZES))}."),
+           help=lambda: "buffer size in bytes (repeatable, comma lists allowed). Default: "
+                f"{','.join(map(str, _settings().DEFAULT_SIZES))}."),
     Option("--qcrypto-min-time", metavar="SECONDS", ini="qcrypto_min_time",
-           parse=settings.parse_min_time, ini_help="default --qcrypto-min-time, seconds.",
-           help="the doubling loop stops once a run takes this long (default "
-                f"{settings.DEFAULT_MIN_TIME:g})."),
-    Option("--qcrypto-rounds", metavar="N", ini="qcrypto_rounds", parse=settings.parse_rounds,
+           parse=_reader("algorithms.settings", "parse_min_time"), ini_help="default --qcrypto-min-time, seconds.",
+           help=lambda: "the doubling loop stops once a run takes this long (default "
+                f"{_settings().DEFAULT_MIN_TIME:g})."),
+    Option("--qcrypto-rounds", metavar="N", ini="qcrypto_rounds", parse=_reader("algorithms.settings", "parse_rounds"),
            ini_help="default --qcrypto-rounds.",
-           help="timed rounds per measurement; the median is reported (default "
-                f"{settings.DEFAULT_ROUNDS})."),
-    Option("--qcrypto-count", metavar="N", ini="qcrypto_count", parse=settings.parse_count,
+           help=lambda: "timed rounds per measurement; the median is reported (default "
+                f"{_settings().DEFAULT_ROUNDS})."),
+    Option("--qcrypto-count", metavar="N", ini="qcrypto_count", parse=_reader("algorithms.settings", "parse_count"),
            ini_help="default --qcrypto-count.",
            help="run exactly N iterations in every round instead of calibrating (FreeBSD "
                 "cryptotest's count; --qcrypto-min-time then has no effect); a round under "
@@ -198,14 +228,14 @@ OPTIONS: tuple[Option, ...] = (
            help="with --qcrypto-roundtrip: check every iteration inside the timed loop (the "
                 "ciphertext differs from the plaintext and decrypts back to it), slower, as "
                 "cryptotest -c."),
-    Option("--qcrypto-seed", metavar="N", parse=settings.parse_seed,
+    Option("--qcrypto-seed", metavar="N", parse=_reader("algorithms.settings", "parse_seed"),
            help="seed for keys and data, a whole number from -2**63 to 2**63-1 (default: fresh "
                 "random bytes each run)."),
     # parse_timeout(text, min_time, rounds, where): the run's min-time and rounds bound it
     Option("--qcrypto-timeout", metavar="SECONDS", ini="qcrypto_timeout",
-           parse=limits.parse_timeout, ini_help="default --qcrypto-timeout, seconds.",
+           parse=_reader("measure.limits", "parse_timeout"), ini_help="default --qcrypto-timeout, seconds.",
            help=_timeout_help),
-    Option("--qcrypto-isolate", action="store_true", default=False, parse=limits.check_isolate,
+    Option("--qcrypto-isolate", action="store_true", default=False, parse=_reader("measure.limits", "check_isolate"),
            help="run each measurement in a child process that is killed on timeout: also "
                 "stops plugins stuck in the kernel or crashing (POSIX only)."),
     Option("--qcrypto-list", action="store_true", default=False,
@@ -224,23 +254,25 @@ OPTIONS: tuple[Option, ...] = (
                 "no cell had a baseline entry.  Give it once per file to join several "
                 "(sharded) baselines; a cell of one test may be in one of them only."),
     Option("--qcrypto-threshold", metavar="PCT", ini="qcrypto_threshold",
-           parse=gate.parse_percent,
+           parse=_reader("gate.verdicts", "parse_percent"),
            ini_help="default regression threshold in percent (like --qcrypto-threshold).",
-           help=f"slowdown that counts as a regression, e.g. 10%% or 10 (default "
-                f"{gate.DEFAULT_THRESHOLD:g}%%; ini qcrypto_thresholds refines it per "
+           help=lambda: "slowdown that counts as a regression, e.g. 10%% or 10 (default "
+                f"{_gate().DEFAULT_THRESHOLD:g}%%; ini qcrypto_thresholds refines it per "
                 "algorithm:plugin:size); a positive number: 5%% allows 5%% slower.  Only with "
                 "--qcrypto-compare."),
-    Option(None, ini="qcrypto_thresholds", ini_type="linelist", parse=gate.parse_percent,
+    Option(None, ini="qcrypto_thresholds", ini_type="linelist",
+           parse=_reader("gate.verdicts", "parse_percent"),
            help="per-cell thresholds, lines 'ALGORITHM[:PLUGIN[:SIZE]] = PCT', * is a "
                 "wildcard; the most specific line wins, ties go to the later line."),
-    Option(None, ini="qcrypto_floors", ini_type="linelist", parse=gate.parse_kib_per_s,
+    Option(None, ini="qcrypto_floors", ini_type="linelist",
+           parse=_reader("gate.verdicts", "parse_kib_per_s"),
            help="minimum KiB/s per cell, lines 'ALGORITHM[:PLUGIN[:SIZE]] = KIB_PER_S'; the "
                 "kinds without a buffer size (--qcrypto-pkey, --qcrypto-kdf) in ops/s, their "
                 "operation in place of the size: 'ed25519:openssl:sign = 5000'."),
     Option("--qcrypto-confirm", metavar="N", ini="qcrypto_confirm", parse=_confirm,
            ini_help="default --qcrypto-confirm.",
-           help=f"measure a regressed or below-floor cell up to N more times before failing "
-                f"it; the best try counts (default {gate.DEFAULT_CONFIRM}).  Only with "
+           help=lambda: "measure a regressed or below-floor cell up to N more times before "
+                f"failing it; the best try counts (default {_gate().DEFAULT_CONFIRM}).  Only with "
                 "--qcrypto-compare or a floor."),
     Option("--qcrypto-allow-missing", action="store_true", default=False,
            ini="qcrypto_allow_missing", ini_type="bool",
@@ -254,9 +286,10 @@ OPTIONS: tuple[Option, ...] = (
                 "versions (such items pass, the summary says why, and a run that judged no cell "
                 "fails; with --qcrypto-compare)."),
     Option("--qcrypto-max-speedup", metavar="X", ini="qcrypto_max_speedup",
-           parse=parse_speedup, ini_help="default --qcrypto-max-speedup.",
-           help=f"a cell more than X times as fast as its baseline (3x or 3; default "
-                f"{gate.DEFAULT_MAX_SPEEDUP:g}x) is listed as a suspicious speed-up: the "
+           parse=_reader("gate.rules", "parse_speedup"),
+           ini_help="default --qcrypto-max-speedup.",
+           help=lambda: "a cell more than X times as fast as its baseline (3x or 3; default "
+                f"{_gate().DEFAULT_MAX_SPEEDUP:g}x) is listed as a suspicious speed-up: the "
                 "baseline or the measurement is likely broken.  Only with --qcrypto-compare."),
     Option("--qcrypto-strict", action="store_true", default=False, ini="qcrypto_strict",
            ini_type="bool", ini_help="like --qcrypto-strict.",
@@ -273,15 +306,29 @@ OPTIONS: tuple[Option, ...] = (
     Option("--qcrypto-bare", action="store_true", default=False,
            help="write only the results to standard output and pytest's own output to "
                 "standard error (what the qcrypto command does)."),
-    Option("--qcrypto-jobs", metavar="N", parse=jobs.parse_jobs,
+    Option("--qcrypto-jobs", metavar="N", parse=_reader("measure.jobs", "parse_jobs"),
            help="run each measurement in N processes at once and report their summed "
                 "throughput (total bytes over the common wall time), like openssl speed "
                 "-multi; 'auto' = one per CPU (default 1)."),
-    Option("--qcrypto-threads", metavar="N", ini="qcrypto_threads", parse=threads.parse_threads,
+    Option("--qcrypto-threads", metavar="N", ini="qcrypto_threads",
+           parse=_reader("measure.threads", "parse_threads"),
            ini_help="default --qcrypto-threads.",
            help="run each measurement in N threads of this process at once (each its own "
                 "context; summed as --qcrypto-jobs), and measure it in one thread too: a line "
                 "under the table says whether the library releases the GIL (default 1)."),
+    Option("--qcrypto-measure", metavar="WHAT", ini="qcrypto_measure",
+           parse=_reader("measure.counting", "parse_measure"), ini_help="default --qcrypto-measure.",
+           help="time (default): the clock, in KiB/s; instructions: count the instructions "
+                "one operation takes (valgrind's cachegrind, or the PMU where "
+                "perf_event_open counts them), in instructions per byte or per operation, "
+                "which neighbours and CPU frequency cannot move. Not for kernel plugins, "
+                "targets, --qcrypto-jobs or --qcrypto-threads."),
+    Option("--qcrypto-instructions-threshold", metavar="PCT",
+           ini="qcrypto_instructions_threshold", parse=_reader("gate.verdicts", "parse_percent"),
+           ini_help="default --qcrypto-instructions-threshold, percent.",
+           help=lambda: "with --qcrypto-measure=instructions: percent more instructions per "
+                "operation than the baseline's that fails a cell (default "
+                f"{_module('gate.counted').DEFAULT_THRESHOLD:g}%%).  Only with --qcrypto-compare."),
     # checked by pytest_qcrypto.pytest_side.targets.read_options
     Option("--qcrypto-target", action="append", metavar="NAME=SPEC", default=[],
            ini="qcrypto_targets", ini_type="linelist",
@@ -311,13 +358,18 @@ BY_NAME: dict[str, Option] = {**{o.ini: o for o in OPTIONS if o.ini},
 BOOL_INI = tuple(o.ini for o in OPTIONS if o.ini and o.ini_type == "bool")
 
 
-def add_options(parser: pytest.Parser) -> None:
-    """Declare every option of :data:`OPTIONS` in its group, and every ini key."""
+def add_options(parser: pytest.Parser, help_wanted: bool = True) -> None:
+    """Declare every option of :data:`OPTIONS` in its group, and every ini key.
+
+    Help texts that come from the registries (layouts, units, defaults) are built only when
+    ``help_wanted`` (:func:`help_wanted`): a run that never shows them imports nothing for them.
+    """
     group = parser.getgroup(*GROUP)
     for o in OPTIONS:
         if o.flag is not None:
+            shown = o.help_text() if help_wanted or not callable(o.help) else o.flag
             kwargs: dict[str, Any] = {"default": o.default,
-                                      "help": argparse.SUPPRESS if o.hidden else o.help_text()}
+                                      "help": argparse.SUPPRESS if o.hidden else shown}
             if o.action:
                 kwargs["action"] = o.action
             if o.metavar:
@@ -325,13 +377,14 @@ def add_options(parser: pytest.Parser) -> None:
             group.addoption(o.flag, **kwargs)
     for o in OPTIONS:
         if o.ini is not None:
+            text = o.ini_help or (o.help_text() if help_wanted or not callable(o.help) else o.ini)
             parser.addini(o.ini, type=o.ini_type, default=o.ini_default,  # type: ignore[arg-type]
-                          help=o.ini_help or o.help_text())
+                          help=text)
 
 
 def where(config: pytest.Config, ini: str) -> str:
     """``qcrypto_rounds in pytest.ini`` (or ``-o qcrypto_rounds``), for messages."""
-    return settings.ini_source(ini, config.inipath, config.getoption("override_ini", None))
+    return _settings().ini_source(ini, config.inipath, config.getoption("override_ini", None))
 
 
 def given(config: pytest.Config, name: str) -> tuple[Any, str]:
@@ -352,7 +405,7 @@ def given(config: pytest.Config, name: str) -> tuple[Any, str]:
         return None, str(o.flag)
     value = config.getini(o.ini)
     if o.ini_type == "args" and isinstance(value, list) and value:
-        value = [settings.ini_list(value)]
+        value = [_settings().ini_list(value)]
     return value or None, where(config, o.ini)
 
 
@@ -360,27 +413,9 @@ def list_hint(config: pytest.Config) -> str:
     """Where messages send the reader for valid names: ``(see qcrypto list)`` under the
     ``qcrypto`` command (``--qcrypto-command qcrypto``), else :data:`settings.LIST_HINT`."""
     command = config.getoption("qcrypto_command", None)
-    return COMMAND_LIST_HINT if command == QCRYPTO_COMMAND else settings.LIST_HINT
+    return COMMAND_LIST_HINT if command == QCRYPTO_COMMAND else _settings().LIST_HINT
 
 
 def for_command(config: pytest.Config, message: str) -> str:
     """``message`` with :data:`settings.LIST_HINT` replaced by :func:`list_hint`."""
-    return message.replace(settings.LIST_HINT, list_hint(config))
-
-
-class StderrTerminal:
-    """Registered by the pytest plugin under ``--qcrypto-bare``: pytest's own output to stderr.
-
-    After pytest's terminal plugin has made its reporter (on standard output),
-    this replaces it with one on standard error, before any line is written;
-    the results tables then have standard output to themselves.
-    """
-
-    @pytest.hookimpl(trylast=True)
-    def pytest_configure(self, config: pytest.Config) -> None:
-        manager = config.pluginmanager
-        old = manager.get_plugin("terminalreporter")
-        if old is None:
-            return
-        manager.unregister(old)
-        manager.register(pytest.TerminalReporter(config, sys.stderr), "terminalreporter")
+    return message.replace(_settings().LIST_HINT, list_hint(config))

@@ -17,6 +17,8 @@ progress.
 * :class:`Ending`: an interrupted run (Ctrl-C, SIGTERM) ends with one line,
   :func:`interrupted_line`, instead of pytest's ``KeyboardInterrupt`` banner with
   the file and line where the signal found the run.
+* :class:`StderrTerminal`: what ``--qcrypto-bare`` registers: pytest's own lines on standard
+  error, so that standard output carries the tables alone.
 """
 
 from __future__ import annotations
@@ -249,3 +251,21 @@ def run(args: Sequence[str], plugins: Sequence[object] = ()) -> int:
         sys.stdout.flush()
         sys.stderr.write("\ninterrupted\n")
         return INTERRUPTED
+
+
+class StderrTerminal:
+    """Registered by the pytest plugin under ``--qcrypto-bare``: pytest's own output to stderr.
+
+    After pytest's terminal plugin has made its reporter (on standard output),
+    this replaces it with one on standard error, before any line is written;
+    the results tables then have standard output to themselves.
+    """
+
+    @pytest.hookimpl(trylast=True)
+    def pytest_configure(self, config: pytest.Config) -> None:
+        manager = config.pluginmanager
+        old = manager.get_plugin("terminalreporter")
+        if old is None:
+            return
+        manager.unregister(old)
+        manager.register(pytest.TerminalReporter(config, sys.stderr), "terminalreporter")

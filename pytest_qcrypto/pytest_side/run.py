@@ -1,8 +1,9 @@
-"""pytest hooks of pytest-qcrypto: options, the run's settings, fixtures, the summary.
+"""The run of pytest-qcrypto: its settings, its hooks, the fixtures it makes, the summary.
 
-Reads top to bottom in the order pytest calls it.  Registering this plugin is
-cheap: no crypto library is imported and no kernel interface probed until an
-option, fixture or marker asks for a measurement.  The run's settings live in one
+Set up by :func:`configure` when a run asks for a measurement (the thin entry point
+:mod:`pytest_qcrypto.plugin` and :mod:`pytest_qcrypto.pytest_side.dormant` decide when):
+no crypto library is imported and no kernel interface probed before that.  Reads top to
+bottom in the order pytest calls it.  The run's settings live in one
 :class:`QcryptoRun`, registered on the plugin manager as ``"qcrypto-run"``; it
 forwards to the parts that do the work: the matrix (:mod:`pytest_qcrypto.pytest_side.matrix`),
 the ledger of what was measured (:mod:`pytest_qcrypto.pytest_side.ledger`) and, when the run
@@ -23,15 +24,16 @@ import pytest
 from pytest_qcrypto.algorithms import catalog, settings
 from pytest_qcrypto.gate import verdicts as gate
 from pytest_qcrypto.measure import cost_model, jobs, machine, pkey_bench
-from pytest_qcrypto.pytest_side import matrix, options, targets as remote_targets
+from pytest_qcrypto.pytest_side import counting as counting_side
+from pytest_qcrypto.pytest_side import matrix, options, progress, targets as remote_targets
 from pytest_qcrypto.measure.bench import Case, Randomness
 from pytest_qcrypto.pytest_side.gate import (GATE_KEY, GateOptions, GatePlugin, PluginNames,
                                              has_floor_marker, read_options, wanted)
 from pytest_qcrypto.measure.harness import Measurement
 from pytest_qcrypto.pytest_side.ledger import Ledger
 # the fixtures, found by pytest among this plugin's names
-from pytest_qcrypto.pytest_side.fixture import (  # noqa: F401
-    FIXTURE_KEY, qcrypto, qcrypto_case, qcrypto_context)
+from pytest_qcrypto.pytest_side.dormant import GUARD_NAME, RUN_NAME
+from pytest_qcrypto.pytest_side.fixture import FIXTURE_KEY
 from pytest_qcrypto.pytest_side.matrix import MATRIX_KEY, Matrix, RunGuard, case_of
 from pytest_qcrypto.measure.registry import (  # noqa: F401
     Registry, RegistryError, Selection, list_plugins)
@@ -41,31 +43,13 @@ from pytest_qcrypto.measure import limits as qtimeout, threads
 
 #: The ini keys that take true or false (pytest's type="bool").
 BOOL_INI = options.BOOL_INI  # every true/false ini key of the option table
-RUN_NAME = "qcrypto-run"
-GUARD_NAME = "qcrypto-guard"
 MATRIX_NAME = "qcrypto-matrix"
 
 
-def pytest_addhooks(pluginmanager: pytest.PytestPluginManager) -> None:
-    from pytest_qcrypto.pytest_side import hookspecs
-
-    pluginmanager.add_hookspecs(hookspecs)
-
-
-def pytest_addoption(parser: pytest.Parser) -> None:
-    options.add_options(parser)
-
-
-def pytest_qcrypto_plugins() -> list[Any]:
-    """The built-in crypto plugins join the registry through the same hook as everyone's."""
-    from pytest_qcrypto.backends import builtin_plugins
-
-    return list(builtin_plugins())
-
-
-def pytest_cmdline_main(config: pytest.Config) -> int | None:
+def cmdline_main(config: pytest.Config) -> int | None:
+    """``--qcrypto-bare`` and ``--qcrypto-list`` (from the entry point's pytest_cmdline_main)."""
     if config.getoption("qcrypto_bare"):  # before configure: moves pytest's output to stderr
-        config.pluginmanager.register(options.StderrTerminal(), "qcrypto-stderr-terminal")
+        config.pluginmanager.register(progress.StderrTerminal(), "qcrypto-stderr-terminal")
     if config.getoption("qcrypto_list"):
         run = QcryptoRun(config)
         try:
@@ -78,12 +62,10 @@ def pytest_cmdline_main(config: pytest.Config) -> int | None:
     return None
 
 
-def pytest_configure(config: pytest.Config) -> None:
-    config.addinivalue_line(
-        "markers",
-        "qcrypto(algorithms, plugins=None, sizes=None, decrypt=False), or qcrypto(callable=fn, "
-        "sizes=None, name=None): parametrize a test over algorithm x crypto plugin x buffer "
-        "size (or your callable x size); it gets the qcrypto_case and qcrypto_context fixtures.")
+def configure(config: pytest.Config) -> QcryptoRun:
+    """Set the run up: check its settings, register it, its guard, matrix, gate and targets
+    (at pytest_configure when an option asked for it, else when a test first does; see
+    :mod:`pytest_qcrypto.pytest_side.dormant`).  Raises ``pytest.UsageError``."""
     run = QcryptoRun(config)
     try:
         run.check()
@@ -93,11 +75,12 @@ def pytest_configure(config: pytest.Config) -> None:
     guard = RunGuard(config)
     config.pluginmanager.register(guard, GUARD_NAME)
     config.stash[FIXTURE_KEY] = run.fixture
-    config.stash[MATRIX_KEY] = Matrix(run)
+    config.stash[MATRIX_KEY] = run.matrix = Matrix(run)
     config.pluginmanager.register(config.stash[MATRIX_KEY], MATRIX_NAME)
     if run.gate_wanted:
         run.start_gate(guard)
     run.targets = remote_targets.start(config, run)  # --qcrypto-target, else None
+    return run
 
 
 class RunSettings:
@@ -115,6 +98,8 @@ class RunSettings:
         self.target_options = remote_targets.TargetOptions()
         #: the --qcrypto-target plugin, when targets are given
         self.targets: remote_targets.Targets | None = None
+        #: the speed matrix and the marker's parametrization (set by configure)
+        self.matrix: Matrix | None = None
 
     # -- settings ----------------------------------------------------------------
 
@@ -254,6 +239,7 @@ class RunSettings:
                 plotting.check_writable(typed)
         _ = self.time_limits
         self.target_options = remote_targets.read_options(self.config, self.gate_options.rules)
+        self.counting = counting_side.read(self.config, self.jobs, self.threads)
 
     @property
     def target_names(self) -> list[str]:  # --qcrypto-target: the matrix's rows are PLUGIN@NAME
@@ -414,12 +400,13 @@ class QcryptoRun(RunSettings):
             self.machine_state = machine.capture()
         timeout, isolate = self.time_limits
         options = MeasureOptions(s.min_time, s.rounds, self.jobs, timeout, isolate, s.count,
-                                 s.check_roundtrip, threads=self.threads)
+                                 s.check_roundtrip, self.threads, self.counting.measure)
         interrupts = self._guard().interrupts
         gate = self.gate
         criteria = (lambda m: gate.criteria(m, item)) if gate is not None else None
         if self.targets is not None:  # --qcrypto-compare-target judges targets against one
             criteria = self.targets.criteria(criteria)
+        criteria = counting_side.judged_by_count(criteria, self.counting)  # instructions
         return QcryptoFixture(
             lambda: self.registry, lambda m, verdict: self.record(m, verdict, item), self.rng,
             options, interrupted=lambda: interrupts.seen is not None,

@@ -109,6 +109,9 @@ class Result:
     verdict: Mapping[str, Any] | None = None
     threads: int = 1
     one_thread_bytes_per_second: float | None = None
+    #: ``--qcrypto-measure=instructions``: how many instructions one operation took and how
+    #: they were counted (:func:`counted_record`); None: a timed result
+    instructions: Mapping[str, Any] | None = None
     #: the outcome of the test that measured it, when not passed (``failed``: it failed or
     #: errored after measuring); such a result is never used as a baseline
     outcome: str = ""
@@ -134,7 +137,8 @@ class Result:
                    jobs=jobs if isinstance(jobs, int) and jobs > 0 else 1,
                    cpu_wait_share=cpu_wait_share, workers=workers, iv=m.iv,
                    verdict=dict(verdict) if verdict else None, threads=m.threads,
-                   one_thread_bytes_per_second=m.one_thread_bps if m.threads > 1 else None)
+                   one_thread_bytes_per_second=m.one_thread_bps if m.threads > 1 else None,
+                   instructions=counted_record(m.counted, m.size) if m.counted else None)
 
     @property
     def key(self) -> tuple[str, str, int, str]:
@@ -235,9 +239,16 @@ class Result:
             out["iv"] = self.iv
         if self.verdict:
             out["verdict"] = dict(self.verdict)
+        if self.instructions is not None:
+            out["instructions"] = dict(self.instructions)
         if self.outcome:
             out["outcome"] = self.outcome
         return out
+
+    @property
+    def per_operation(self) -> float | None:
+        """Instructions of one operation (a counted result), else None."""
+        return float(self.instructions["per_operation"]) if self.instructions else None
 
 
 @dataclass
@@ -289,6 +300,23 @@ class ResultsFile:
             if entry.get("canonical", typed) == canonical:
                 return entry
         return None
+
+
+def counted_record(c: Any, size: int) -> dict[str, Any]:
+    """The ``instructions`` object of a counted result (``c``: a
+    :class:`pytest_qcrypto.measure.counting.Counted`): ``per_operation`` and ``per_unit``
+    (per byte, or per operation for size 0) in instructions, ``unit``, ``method``
+    (``valgrind-cachegrind`` or ``perf_event``), ``tool``, the two ``counts`` (iterations)
+    and their ``totals`` (instructions), ``per_iteration`` (operations), the crypto CPU flags
+    the counted run saw (``cpu_features``; null: unknown), the host's
+    (``host_cpu_features``) and those it did not see (``hidden_cpu_features``)."""
+    return {"per_operation": c.per_operation, "per_unit": c.per_unit(size),
+            "unit": "instructions/byte" if size > 0 else "instructions/op",
+            "method": c.method, "tool": c.tool, "counts": list(c.counts),
+            "totals": list(c.totals), "per_iteration": c.per_iteration,
+            "cpu_features": None if c.features is None else list(c.features),
+            "host_cpu_features": None if c.host_features is None else list(c.host_features),
+            "hidden_cpu_features": list(c.hidden_features)}
 
 
 def now_utc() -> str:

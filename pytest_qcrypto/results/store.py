@@ -106,6 +106,7 @@ from pytest_qcrypto.results.model import (  # noqa: F401 (the model, re-exported
 from pytest_qcrypto.results.files import (  # noqa: F401
     NotARegularFile, check_writable, partial_path, real_target, write_atomic)
 from pytest_qcrypto.measure.machine import fingerprint, machine_differences  # noqa: F401
+from pytest_qcrypto.results import counted
 from pytest_qcrypto.results.check import (  # noqa: F401 (the checks of a file's fields)
     _Checker, _is_int, _is_number, _seconds, _show, _whole)
 
@@ -232,7 +233,8 @@ def _result(r: object, i: int, check: _Checker) -> Result:
     problem = result.wait_problem()
     if problem:
         raise check.fail(f"results[{i}]: {problem}")
-    return replace(result, workers=workers)
+    return replace(result, workers=workers,
+                   instructions=counted.parse(r, w, result.size, check))
 
 
 #: How far a saved figure may be from the one its rounds give: rounding (a millionth, or
