@@ -306,7 +306,7 @@ def test_floors_in_ops_per_second_by_operation(clock):
     r.assert_outcomes(passed=1, failed=1)  # sign keeps 5000 ops/s, verify misses 9000
     assert ("below floor: ed25519 clockplug verify: 8000.00 ops/s, floor 9000.00 ops/s "
             "(qcrypto_floors in tox.ini: 'ed25519:clockplug:verify = 9000'); tries: 8000.00 ops/s "
-            "(best 8000.00)") in r.stdout.str()
+            "(fastest try 8000.00)") in r.stdout.str()
 
 
 def test_rules_name_a_size_less_cell_by_its_operation():

@@ -500,3 +500,16 @@ def test_ctrl_c_stops_the_measurement_on_the_target(pytester, fake):
             break
         assert time.monotonic() < deadline, "the target's process is still running"
         time.sleep(0.2)
+
+
+def test_an_ab_run_that_judged_nothing_fails(pytester, fake, tmp_path):
+    # the CI case: the compare target's venv lacks pytest-qcrypto, so its cells are skipped
+    # and nothing is judged; that is a failed A/B gate (exit 1), not a green job
+    bare = tmp_path / "venv-bare"
+    subprocess.run([sys.executable, "-m", "venv", "--without-pip", str(bare)], check=True)
+    r = pytester.runpytest(*FAKE_MATRIX, "--qcrypto-rounds", "2",
+                           "--qcrypto-target", f"old=popen//python={bare / 'bin' / 'python'}",
+                           "--qcrypto-compare-target", "old")
+    assert any(line.startswith("qcrypto: A/B against @old: FAILED: no cell was judged")
+               for line in r.outlines), r.stdout.str()
+    assert r.ret == pytest.ExitCode.TESTS_FAILED, r.stdout.str()

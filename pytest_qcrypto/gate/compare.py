@@ -49,7 +49,10 @@ class Baselines(BaselineIndex):
         for f in self.files:
             for typed, entry in f.plugins.items():
                 plugins.setdefault(typed, entry)
-        joined = ResultsFile([r for f in self.files for r in f.results], machine=first.machine,
+        every = [r for f in self.files for r in f.results]
+        #: results whose test failed (or errored) after measuring: never used as a baseline
+        self.failed = [r for r in every if r.outcome]
+        joined = ResultsFile([r for r in every if not r.outcome], machine=first.machine,
                              plugins=plugins, complete=all(f.complete for f in self.files),
                              created=first.created, settings=first.settings, path=first.path)
         super().__init__(joined)
@@ -195,6 +198,22 @@ def nothing_judged(baselines: Baselines | BaselineIndex, measured: Sequence[Cell
                 f"nothing was compared with {where}; it has: {near}")
     return (f"ERROR: qcrypto: nothing was judged: {what}; a comparison that judges nothing "
             "fails (check the algorithms, plugins and sizes asked for, or save a new baseline)")
+
+
+def all_missing(verdicts: Mapping[CellKey, Verdict], gone: Mapping[CellKey, str],
+                allowed: bool) -> str | None:
+    """The line that fails a comparison in which every cell with a baseline entry was skipped
+    now (``gone``: cell -> reason; ``allowed``: by ``--qcrypto-allow-missing``), so none was
+    judged; None when a cell was judged or none was skipped."""
+    if not gone or any(v.status not in (gate.NOT_JUDGED, gate.NEW) for v in verdicts.values()):
+        return None
+    n = len(gone)
+    why = "; ".join(sorted(set(gone.values())))
+    with_entry = f"the {n} cell{'s' if n > 1 else ''} with a baseline entry"
+    verb = "were" if n > 1 else "was"
+    return (f"ERROR: qcrypto: nothing was judged: {with_entry} {verb} skipped now ("
+            f"{'allowed by --qcrypto-allow-missing: ' if allowed else ''}{why}); a comparison "
+            "that judges nothing fails (install what the skip names, or save a new baseline)")
 
 
 def none_judged(verdicts: Mapping[CellKey, Verdict]) -> str | None:

@@ -103,7 +103,19 @@ def _tries_text(tries: Sequence[Measurement], waits: Sequence[float | None], bes
         parts.append(text)
     kept = tries[best]
     clock, figure = kept.rate, without_wait(kept, waits[best])[0]
-    which = f"best {kib(clock, u)}"
+    ranks = [without_wait(t, w)[0] if judged else t.rate for t, w in zip(tries, waits)]
+    which = f"{which_try(ranks, best)} {kib(clock, u)}"
     if judged and kib(clock, u) != kib(figure, u):
-        which += f", judged as {kib(figure, u)} without its wait for a CPU"
+        which = (f"{which_try(ranks, best)} without its wait for a CPU: {kib(clock, u)} by the "
+                 f"clock, judged as {kib(figure, u)}")
     return f"tries: {', '.join(parts)} {u} ({which})"
+
+
+def which_try(ranks: Sequence[float], kept: int) -> str:
+    """What the kept try is among the tries ranked by ``ranks``: ``fastest try`` (also of
+    one), ``median try``, else ``try N``."""
+    if ranks[kept] >= max(ranks):
+        return "fastest try"
+    if ranks[kept] in (statistics.median_low(ranks), statistics.median_high(ranks)):
+        return "median try"
+    return f"try {kept + 1}"

@@ -39,7 +39,7 @@ from pytest_qcrypto.gate.stats import TestResult
 from pytest_qcrypto.measure.harness import KIB, Measurement
 from pytest_qcrypto.measure.reference import DEFAULT_PAUSE_S
 from pytest_qcrypto.results.store import Result, ResultsFile
-from pytest_qcrypto.gate.text import describe, fastest_round_bps, kib, pct  # noqa: F401
+from pytest_qcrypto.gate.text import describe, fastest_round_bps, kib, pct, which_try  # noqa: F401
 from pytest_qcrypto.gate.text import (BUSY_SHARE, _correction_text, _tries_text,  # noqa: F401
                                       _waited, baseline_figures, without_wait)
 from pytest_qcrypto.gate.rules import (WILDCARD, Rule, Rules, marker_floors,  # noqa: F401 (gate.Rule)

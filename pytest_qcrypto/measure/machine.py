@@ -117,6 +117,12 @@ def state_warnings(state: MachineState, jobs: int = 1) -> list[str]:
     return out
 
 
+def cpu_clock_too_coarse(cpu_s: Sequence[float]) -> bool:
+    """A round read 0 s of CPU time: the CPU-time clock is too coarse to time a round (a
+    round always spends some), so its CPU time and its wait for a CPU are unknown."""
+    return any(c <= 0 for c in cpu_s)
+
+
 def noise(m: Measurement) -> list[str]:
     """Why the figure of ``m`` is noisy: rounds too short to trust (a stall during
     calibration, :data:`pytest_qcrypto.measure.harness.SHORT_ROUND`), a wide spread of rounds, CPU far
@@ -129,7 +135,8 @@ def noise(m: Measurement) -> list[str]:
         out.append(f"rounds spread {(m.spread - 1) * 100:.0f}% "
                    f"({min(m.rounds_s):.3g} to {max(m.rounds_s):.3g} s)")
     capacity = m.median_s * m.jobs
-    if m.cpu_s and capacity > 0 and m.median_cpu_s < capacity * MIN_CPU_SHARE:
+    if (m.cpu_s and capacity > 0 and m.median_cpu_s < capacity * MIN_CPU_SHARE
+            and not cpu_clock_too_coarse(m.cpu_s)):  # (its own note: summary_lines)
         where = ("the work ran off the CPU (hardware)" if m.hardware
                  else "the machine was busy, or the work ran off the CPU")
         out.append(f"CPU time {m.median_cpu_s / capacity * 100:.0f}% of wall time: {where}")
@@ -149,6 +156,11 @@ def summary_lines(state: MachineState | None, measurements: Sequence[Measurement
         lines.append(f"noisy figures (median round shown; {len(noisy)} of {len(measurements)}):")
         lines.extend(f"  {m.algorithm} {m.plugin} {cell_name(m)}: {'; '.join(why)}"
                      for m, why in noisy)
+    coarse = sum(cpu_clock_too_coarse(m.cpu_s) for m in measurements)
+    if coarse:
+        lines.append(f"CPU-time clock too coarse: it read 0 s for a round in {coarse} of "
+                     f"{len(measurements)} cells; their CPU time is unknown, so no wait for a "
+                     "CPU is taken out of them")
     if state is not None:
         if verbose:
             load = " ".join(f"{x:.2f}" for x in state.load) if state.load else "unknown"

@@ -157,12 +157,28 @@ def read_options(config: pytest.Config, canonical: Callable[[str], str]) -> Gate
         if problem:
             raise SettingsError(f"--qcrypto-save: cannot write {save}: {problem}")
     out.rules = read_rules(config)
+    if save and out.save_path is not None:
+        for typed in baselines:
+            if _same_file(out.save_path, config.invocation_params.dir / typed):
+                raise SettingsError(
+                    f"--qcrypto-save {save} is the baseline given to --qcrypto-compare: it "
+                    "would be replaced by this run's figures, even if they fail the gate; save "
+                    "elsewhere (--qcrypto-save=new.json) and replace the baseline after a "
+                    "passing run")
     if baselines:
         # several files (one per sharded job) are joined; one cell of a test in two is refused
         out.baseline_files = [load_baseline(config.invocation_params.dir / typed, typed,
                                             canonical) for typed in baselines]
         out.baseline = compare.join(out.baseline_files, baselines).file
     return out
+
+
+def _same_file(a: Path, b: Path) -> bool:
+    """``a`` and ``b`` name one file (also through a symbolic link or ``./``)."""
+    try:
+        return os.path.samefile(a, b)
+    except OSError:  # one does not exist (yet)
+        return os.path.realpath(a) == os.path.realpath(b)
 
 
 def wanted(config: pytest.Config, options: GateOptions) -> bool:
@@ -366,7 +382,9 @@ class GatePlugin:
                 pytest.ExitCode.USAGE_ERROR):
             return
         if self.baseline.seen:
-            line = compare.none_judged(self.ledger.verdicts())
+            line = (compare.none_judged(self.ledger.verdicts())
+                    or compare.all_missing(self.ledger.verdicts(), self.ledger.gone,
+                                           self.rules.allow_missing))
         else:
             xdist = getattr(self.config.option, "numprocesses", None)
             why = ("benchmarks are not measured under pytest-xdist: run them with -n 0"

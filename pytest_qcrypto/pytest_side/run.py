@@ -326,8 +326,8 @@ class QcryptoRun(RunSettings):
         case = case_of(item)
         if self.gate is not None:
             self.gate.on_report(case, report)  # compare mode: a skipped baseline cell fails
-        if case is not None and not report.passed:
-            self.ledger.mark_report(case, report)  # a skipped or failed cell of the tables
+        if not report.passed:  # a skipped or failed cell; the cells of a test that failed
+            self.ledger.mark_report(case, report, item.nodeid)
         return report
 
     def tables(self) -> list[Any]:

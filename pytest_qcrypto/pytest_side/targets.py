@@ -370,6 +370,19 @@ class Targets:
         return (legend_lines(self, ledger) + ratio_lines(self)
                 + ab_lines(self, ledger))
 
+    def pytest_sessionfinish(self, session: pytest.Session) -> None:
+        """An A/B run (``--qcrypto-compare-target``) that judged no cell fails (exit 1), as a
+        compare against a stored baseline does: a gate never passes without judging."""
+        from pytest_qcrypto.targets.summary import ab_judged
+
+        run = session.config.pluginmanager.get_plugin("qcrypto-run")
+        if (self.options.compare is None or run is None
+                or hasattr(session.config, "workerinput")):
+            return
+        if not ab_judged(self, run.ledger) and session.exitstatus in (
+                pytest.ExitCode.OK, pytest.ExitCode.NO_TESTS_COLLECTED):
+            session.exitstatus = pytest.ExitCode.TESTS_FAILED
+
     @pytest.hookimpl(trylast=True)
     def pytest_terminal_summary(self, terminalreporter: Any) -> None:
         run = terminalreporter.config.pluginmanager.get_plugin("qcrypto-run")
