@@ -20,7 +20,7 @@ from functools import partial
 from types import TracebackType
 
 from pytest_qcrypto.algorithms import catalog
-from pytest_qcrypto.measure import harness, isolate as isolation, jobs as multi
+from pytest_qcrypto.measure import harness, isolate as isolation, jobs as multi, memory
 from pytest_qcrypto.algorithms import settings
 from pytest_qcrypto.checks import known_answers
 from pytest_qcrypto.measure import limits, pkey_bench, threads as threaded
@@ -192,6 +192,8 @@ class BenchContext:
         way = _Way(decrypt, roundtrip, check_roundtrip, count, operation or "")
         _check_measurable(self, size, min_time, rounds, jobs, way)
         threaded.check_threads(threads, jobs)
+        if too_much := memory.problem(self.algorithm, max(jobs, 1) * max(threads, 1)):
+            raise Unsupported(too_much)  # before it swaps the machine to a halt
         body = partial(_measure_here, self, size, way, min_time, rounds, jobs, threads)
         if self.context is None:  # opened, measured and closed in the child
             return isolation.run_isolated(partial(_open_and_measure, self, body), timeout,

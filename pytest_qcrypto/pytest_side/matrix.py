@@ -19,7 +19,7 @@ from typing import Any, Protocol
 
 import pytest
 
-from pytest_qcrypto.measure import callables
+from pytest_qcrypto.measure import callables, memory
 from pytest_qcrypto.algorithms import catalog, settings
 from pytest_qcrypto.measure.bench import Case
 from pytest_qcrypto.algorithms.catalog import Algorithm
@@ -111,6 +111,11 @@ def check_all(run: Run) -> None:
     three) asks for everything the plugins support, like ``openssl speed``: one
     algorithm of any of their kinds will do.
     """
+    if not run.config.getoption("qcrypto_target"):  # a target checks its own memory
+        copies = getattr(run, "jobs", 1) * getattr(run, "threads", 1)
+        for alg in run.settings.algorithms:
+            if why := memory.problem(alg, copies):
+                raise SettingsError(f"--qcrypto-{alg.rules.option}: {why}")
     opt = run.config.getoption
     asked = [(f"--qcrypto-{o} {settings.ALL}", kinds) for o, kinds in SELECTION
              if settings.ALL in (t.lower() for t in settings.split_list(opt(f"qcrypto_{o}")))]
