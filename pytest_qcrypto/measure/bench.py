@@ -14,6 +14,7 @@ from pytest_qcrypto.measure.registry import Selection
 
 from __future__ import annotations
 
+import os
 from collections.abc import Callable
 from dataclasses import dataclass
 from functools import partial
@@ -198,7 +199,7 @@ class BenchContext:
         if self.context is None:  # opened, measured and closed in the child
             return isolation.run_isolated(partial(_open_and_measure, self, body), timeout,
                                        close=self._close_in_child)
-        if isolate:
+        if isolate or (timeout is not None and in_child(self.algorithm)):
             return isolation.run_isolated(body, timeout)
         try:
             return limits.call_with_deadline(body, timeout)
@@ -242,6 +243,13 @@ class BenchContext:
     def __exit__(self, exc_type: type[BaseException] | None, exc: BaseException | None,
                  tb: TracebackType | None) -> None:
         self.close()
+
+
+def in_child(alg: Algorithm) -> bool:
+    """Whether ``alg`` is measured in a child process that can be killed at the timeout even
+    without ``--qcrypto-isolate``: a KDF's derivation is one long call into C code, which the
+    alarm cannot interrupt (``pbkdf2-sha256-i100000000`` takes a minute); needs ``os.fork``."""
+    return alg.kind == catalog.KDF and hasattr(os, "fork")
 
 
 def _check_measurable(bench: BenchContext, size: object, min_time: object, rounds: object,
