@@ -249,7 +249,7 @@ def in_child(alg: Algorithm) -> bool:
     """Whether ``alg`` is measured in a child process that can be killed at the timeout even
     without ``--qcrypto-isolate``: a KDF's derivation is one long call into C code, which the
     alarm cannot interrupt (``pbkdf2-sha256-i100000000`` takes a minute); needs ``os.fork``."""
-    return alg.kind == catalog.KDF and hasattr(os, "fork")
+    return alg.is_of((catalog.KDF,)) and hasattr(os, "fork")
 
 
 def _check_measurable(bench: BenchContext, size: object, min_time: object, rounds: object,
