@@ -1,10 +1,9 @@
 """pytest hooks of pytest-qcrypto: options, the run's settings, fixtures, the summary.
 
-Reads top to bottom in the order pytest calls it.  Registering this plugin is
-cheap: no crypto library is imported and no kernel interface probed until an
-option, fixture or marker asks for a measurement.  The run's settings live in one
-:class:`QcryptoRun`, registered on the plugin manager as ``"qcrypto-run"``; it
-forwards to the parts that do the work: the matrix (:mod:`pytest_qcrypto.pytest_side.matrix`),
+Reads top to bottom in the order pytest calls it.  Registering this plugin is cheap: no
+crypto library is imported and no kernel interface probed until an option, fixture or marker
+asks for a measurement.  The run's settings live in one :class:`QcryptoRun`, registered on
+the plugin manager as ``"qcrypto-run"``; it forwards to the parts that do the work: the matrix (:mod:`pytest_qcrypto.pytest_side.matrix`),
 the ledger of what was measured (:mod:`pytest_qcrypto.pytest_side.ledger`) and, when the run
 compares, saves or has floors, the regression gate (:mod:`pytest_qcrypto.pytest_side.gate`).
 """
@@ -39,7 +38,6 @@ from pytest_qcrypto.algorithms.settings import Settings, SettingsError
 from pytest_qcrypto.output.tables import with_every_cell
 from pytest_qcrypto.measure import limits as qtimeout, threads
 
-#: The ini keys that take true or false (pytest's type="bool").
 BOOL_INI = options.BOOL_INI  # every true/false ini key of the option table
 RUN_NAME = "qcrypto-run"
 GUARD_NAME = "qcrypto-guard"
@@ -423,4 +421,5 @@ class QcryptoRun(RunSettings):
         return QcryptoFixture(
             lambda: self.registry, lambda m, verdict: self.record(m, verdict, item), self.rng,
             options, interrupted=lambda: interrupts.seen is not None,
-            criteria=criteria, meter=self.meter, targets=self.targets)
+            criteria=criteria, meter=self.meter, targets=self.targets,
+            asked=lambda: [s.plugin for s in self.selections])  # the checks' peers
