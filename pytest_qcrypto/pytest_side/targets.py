@@ -197,9 +197,10 @@ class Targets:
 
     # -- measuring ---------------------------------------------------------------------
 
-    def _usable(self, link: Any, typed: str, alg: Any) -> str | None:
-        """Why ``typed`` (a plugin name there) cannot measure ``alg`` on ``link``, or None."""
-        link.connect()
+    def _usable(self, link: Any, typed: str, alg: Any, timeout: float | None) -> str | None:
+        """Why ``typed`` (a plugin name there) cannot measure ``alg`` on ``link``, or None
+        (its gateway opened within ``timeout``, --qcrypto-timeout)."""
+        link.connect(timeout)
         if link.problem:
             return f"target {link.name}: {link.problem}"
         plugins = link.hello()["plugins"]
@@ -227,7 +228,7 @@ class Targets:
         alg = bench.resolve_algorithm(algorithm)
         if link.gone:
             pytest.fail(f"{typed} {alg.name}: not measured: {link.gone}", pytrace=False)
-        why = self._usable(link, base, alg)
+        why = self._usable(link, base, alg, timeout)
         if why is not None:
             pytest.skip(why)
         if self.options.interleave:
@@ -250,7 +251,8 @@ class Targets:
             members: dict[str, pairs.OneRound] = {}
             opened: list[tuple[Any, int]] = []
             for name, link in self.links.items():
-                if link.gone or self._usable(link, rb.base, rb.algorithm) is not None:
+                if link.gone or self._usable(link, rb.base, rb.algorithm,
+                                             options.get("timeout")) is not None:
                     continue
                 ident = next(self.ids)
                 try:
