@@ -43,3 +43,17 @@ def test_a_process_tree_is_found_and_killed():
     procs.kill_tree(found)
     assert not _alive(shell.pid) and not _alive(sleeper)
     shell.wait()
+
+
+def test_a_target_no_test_used_opens_within_the_run_s_timeout_too(tmp_path):
+    from pytest_qcrypto.targets.link import Link
+
+    script = tmp_path / "sleeper.sh"
+    script.write_text(f"#!/bin/sh\necho $$ > {tmp_path}/shell.pid\nexec sleep 300\n")
+    script.chmod(0o755)
+    link = Link("h", f"popen//python={script}", 1.0)  # as the summary's hello() finds it
+    started = time.monotonic()
+    assert link.hello() == {}
+    assert time.monotonic() - started < 5
+    assert link.problem.startswith("no answer within 1 s (--qcrypto-timeout)")
+    assert not _alive(int((tmp_path / "shell.pid").read_text()))

@@ -121,7 +121,7 @@ def start(config: pytest.Config, run: Any) -> Targets | None:
     if not run.target_options.targets:
         return None
     targets = Targets(run.target_options, lambda: run.registry, run.settings.seed,
-                      lambda: run.gate_options.rules)
+                      lambda: run.gate_options.rules, run.time_limits[0])
     config.pluginmanager.register(targets, "qcrypto-targets")
     run.names.remote = targets  # the results file's PLUGIN@NAME entries and targets
     return targets
@@ -180,12 +180,14 @@ class Targets:
     """The pytest plugin of the target options (registered as ``qcrypto-targets``)."""
 
     def __init__(self, options: TargetOptions, registry: Callable[[], Any],
-                 seed: int | None, rules: Callable[[], Any]) -> None:
+                 seed: int | None, rules: Callable[[], Any],
+                 timeout: float | None = None) -> None:
         self.options = options
         self.names = options.names
         specs = dict(options.targets)
         self.links: dict[str, Any] = {
-            n: LocalLink(registry()) if n == LOCAL else Link(n, specs[n]) for n in self.names}
+            n: LocalLink(registry()) if n == LOCAL else Link(n, specs[n], timeout)
+            for n in self.names}  # a gateway opens within --qcrypto-timeout
         self.seed = seed
         self._rules = rules
         self.ids = itertools.count(1)

@@ -111,8 +111,10 @@ class LocalLink:
 class Link(LocalLink):
     """A target reached through an execnet gateway (``spec``: execnet's gateway spec)."""
 
-    def __init__(self, name: str, spec: str) -> None:
+    def __init__(self, name: str, spec: str, open_timeout: float | None = None) -> None:
         self.name, self.spec = name, spec
+        #: seconds to open the gateway (--qcrypto-timeout; None: :data:`OPEN_TIMEOUT`)
+        self.open_timeout = OPEN_TIMEOUT if open_timeout is None else open_timeout
         self.problem = None
         self.gone = None
         self._hello = None
@@ -123,10 +125,10 @@ class Link(LocalLink):
 
     def connect(self, timeout: float | None = None) -> None:
         """Open the gateway and say hello (once), within ``timeout`` seconds (--qcrypto-timeout;
-        None: :data:`OPEN_TIMEOUT`); sets :attr:`problem` when it cannot."""
+        None: :attr:`open_timeout`); sets :attr:`problem` when it cannot."""
         if self._hello is not None or self.problem is not None:
             return
-        limit = OPEN_TIMEOUT if timeout is None else timeout
+        limit = self.open_timeout if timeout is None else timeout
         result: dict[str, Any] = {"limit": limit}
         before = procs.children()
         opener = threading.Thread(target=self._open, args=(result,), daemon=True,
