@@ -316,3 +316,12 @@ def test_a_compare_that_collects_no_item_is_exit_1_not_5(fake):
     r = run(fake, "--qcrypto-compare", "base.json", "-k", "nomatch")
     assert r.ret == 1, r.stdout.str()
     r.stdout.fnmatch_lines(["ERROR: qcrypto: nothing was judged: no cell was measured *"])
+
+
+def test_nothing_judged_names_a_size_less_cell_by_its_operation():
+    from pytest_qcrypto.gate import compare as gate_compare
+
+    assert gate_compare.cell_text(("argon2id-m1024-t1-p1", "openssl", 0, "derive")) == \
+        "argon2id-m1024-t1-p1 openssl derive"
+    assert gate_compare.cell_text(("sha256", "openssl", 16, "digest")) == \
+        "sha256 openssl 16 B digest"

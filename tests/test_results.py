@@ -400,7 +400,11 @@ def test_killed_run_leaves_the_old_file_intact(pytester):
     (pytester.path / "out.json").write_text(old)
     _run_and_interrupt(pytester, signal.SIGKILL)
     assert (pytester.path / "out.json").read_text() == old
-    assert sorted(p.name for p in pytester.path.iterdir() if "out.json" in p.name) == ["out.json"]
+    # the save lock's sidecar stays (nothing ran to remove it) but its lock went with the process
+    assert sorted(p.name for p in pytester.path.iterdir() if "out.json" in p.name) == [
+        "out.json", "out.json.lock"]
+    from pytest_qcrypto.results import lock
+    lock.acquire(pytester.path / "out.json", wait=0).release()
 
 
 def test_stopped_early_with_x_is_incomplete(pytester):

@@ -211,7 +211,7 @@ def test_unusable_targets_say_why_in_one_line_and_the_run_goes_on(pytester, fake
     (other / "__init__.py").write_text('__version__ = "0.0.1"\n')
     r = pytester.runpytest(
         *FAKE_MATRIX, "--qcrypto-size", "2048", "--qcrypto-rounds", "1",
-        "--qcrypto-timeout", "1",
+        "--qcrypto-timeout", "5",  # also each gateway's opening: Python starting, probing
         "--qcrypto-target", f"bare=popen//python={system}",
         "--qcrypto-target", f"older=popen//python={system}//chdir={other.parent}",
         "--qcrypto-target", "gone=ssh=-o BatchMode=yes -o ConnectTimeout=5 -p 1 "
@@ -231,7 +231,7 @@ def test_unusable_targets_say_why_in_one_line_and_the_run_goes_on(pytester, fake
             "HostNotFound: ssh could not connect to -o BatchMode=yes -o ConnectTimeout=5 -p 1 "
             "nobody@127.0.0.1 (unreachable or the login was refused; ssh's own message is on "
             "standard error)") in lines
-    hung = ("target hang stopped answering: no reply within 6 s (--qcrypto-timeout 1 s + 5 s); "
+    hung = ("target hang stopped answering: no reply within 10 s (--qcrypto-timeout 5 s + 5 s); "
             "its gateway was closed")
     assert f"  x fakehash@hang (size 1024) failed: fakehash@hang sha256 at 1024 bytes: {hung}" \
         in lines

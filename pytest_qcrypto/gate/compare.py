@@ -156,9 +156,10 @@ def join(files: Sequence[ResultsFile], names: Sequence[str]) -> Baselines:
 
 
 def cell_text(key: CellKey) -> str:
-    """``sha256 openssl 16 B digest``: a cell key in words."""
+    """``sha256 openssl 16 B digest``: a cell key in words; a size-less cell (size 0) by its
+    operation alone: ``argon2id-m1024-t1-p1 openssl derive``."""
     alg, plugin, size, direction = key
-    return f"{alg} {plugin} {size} B {direction}"
+    return f"{alg} {plugin} {size} B {direction}" if size else f"{alg} {plugin} {direction}"
 
 
 def nearest(measured: Iterable[CellKey], baseline: Sequence[CellKey],

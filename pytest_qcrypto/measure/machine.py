@@ -98,17 +98,25 @@ def capture(root: Path = _CPU_SYS) -> MachineState:
     return MachineState(load, len(cpus), governors, driver, _turbo(root))
 
 
+#: The cpufreq governors that hold the clock rate: the highest, or one the user set.
+FIXED_GOVERNORS = frozenset({"performance", "userspace"})
+
+
 def state_warnings(state: MachineState, jobs: int = 1) -> list[str]:
     """Why ``state`` makes the figures of a ``jobs``-process run unreliable (empty: it does not).
 
-    Warns for a ``powersave`` governor (the clock rate follows the load, so
-    short rounds run slower), and for a 1-minute load average above the CPUs
-    the run leaves idle (``cpus - jobs``, at least :data:`LOAD_TOLERANCE`).
+    Warns for any cpufreq governor but ``performance`` and ``userspace`` (a fixed frequency):
+    ``powersave``, ``schedutil``, ``ondemand``, ``conservative`` make the clock rate follow
+    the load, so short rounds run slower; the line names the governor and the driver.  And
+    for a 1-minute load average above the CPUs the run leaves idle (``cpus - jobs``, at
+    least :data:`LOAD_TOLERANCE`).
     """
     out = []
-    if state.governors and "powersave" in state.governors:
-        out.append("the CPU frequency governor is powersave: the clock rate follows the load; "
-                   "set it to performance for stable figures")
+    moving = [g for g in state.governors or () if g not in FIXED_GOVERNORS]
+    if moving:
+        driver = f" (driver {state.driver})" if state.driver else ""
+        out.append(f"the CPU frequency governor is {', '.join(moving)}{driver}: the clock rate "
+                   "follows the load; set it to performance for stable figures")
     idle = max(state.cpus - jobs, 0)
     if state.load is not None and state.load[0] > max(idle, LOAD_TOLERANCE):
         out.append(f"load average {state.load[0]:.2f} is above the {idle} idle CPU"

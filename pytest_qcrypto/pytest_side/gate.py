@@ -23,7 +23,7 @@ import pytest
 
 from pytest_qcrypto.algorithms import callable_names
 from pytest_qcrypto.gate import compare, verdicts as gate, stats as gate_stats
-from pytest_qcrypto.results import store as results
+from pytest_qcrypto.results import lock as save_lock, store as results
 from pytest_qcrypto.algorithms import settings
 from pytest_qcrypto.gate.compare import Baselines
 from pytest_qcrypto.gate.verdicts import GateRules, Rule, Verdict
@@ -51,6 +51,8 @@ class GateOptions:
     save_path: Path | None = None
     baseline: ResultsFile | None = None
     baseline_files: list[ResultsFile] = field(default_factory=list)
+    #: the lock of ``save_path``, held from the start of the run until it is saved
+    save_lock: save_lock.SaveLock | None = None
 
 
 # -- the options ----------------------------------------------------------------------------
@@ -261,6 +263,11 @@ class GatePlugin:
         self.names = names
         self.interrupts = interrupts
         self._run_state = run_state
+        if options.save_path is not None and not hasattr(config, "workerinput"):
+            try:  # held until saved (the controller saves under pytest-xdist)
+                options.save_lock = save_lock.acquire(options.save_path)
+            except (save_lock.LockBusy, OSError) as exc:
+                raise pytest.UsageError(f"--qcrypto-save: {exc}") from None
         self.baseline = (Baselines(options.baseline_files or [options.baseline])
                          if options.baseline is not None else None)
         #: the line of a comparison that judged nothing (it fails the run), once known
@@ -352,6 +359,11 @@ class GatePlugin:
                                   self._run_state)
         finally:
             self.interrupts.release()
+            self.pytest_unconfigure()
+
+    def pytest_unconfigure(self) -> None:
+        if self.options.save_lock is not None:
+            self.options.save_lock.release()
 
     def after_table(self, table: Table) -> Changes | None:
         """Under a results table: the change against the baseline per cell (compare mode)."""
