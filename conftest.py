@@ -15,7 +15,12 @@ WORKERS = 2
 
 @pytest.hookimpl(tryfirst=True)  # before pytest-xdist's own (it turns -n into workers)
 def pytest_cmdline_main(config):
-    if (config.args_source != pytest.Config.ArgsSource.TESTPATHS or hasattr(config, "workerinput")
+    worker = getattr(config, "workerinput", None)
+    if worker is not None:  # a pytest-xdist worker: the controller's tier (pytest_configure_node)
+        if worker.get("qcrypto_markexpr") and not config.option.markexpr:
+            config.option.markexpr = worker["qcrypto_markexpr"]
+        return
+    if (config.args_source != pytest.Config.ArgsSource.TESTPATHS
             or any(a.startswith("--qcrypto") for a in config.invocation_params.args)):
         return
     if not config.option.markexpr:
@@ -23,6 +28,13 @@ def pytest_cmdline_main(config):
     if (config.pluginmanager.hasplugin("xdist") and config.option.numprocesses is None
             and not config.getoption("usepdb", False) and not config.option.collectonly):
         config.option.numprocesses = WORKERS
+
+
+@pytest.hookimpl(optionalhook=True)
+def pytest_configure_node(node):
+    """pytest-xdist, on the controller: a worker parses the command line anew, so it is told
+    the tier's marker expression."""
+    node.workerinput["qcrypto_markexpr"] = node.config.option.markexpr
 
 
 def pytest_configure(config):

@@ -44,6 +44,19 @@ def document(**fields) -> str:
     return text
 
 
+def sizeless_document(**fields) -> str:
+    """As :func:`document`, of a size-less cell (ed25519 sign, ops/s): 20363.64 ops/s."""
+    m = Measurement("ed25519", "openssl", 0, "sign", 224, (0.011, 0.011, 0.012),
+                    canonical_plugin="openssl")
+    doc = ResultsFile([Result.from_measurement(m, test="t")],
+                      plugins={"openssl": {"canonical": "openssl"}}).to_json()
+    doc["results"][0].update({k: f"@{k}@" for k in fields})
+    text = json.dumps(doc)
+    for key, value in fields.items():
+        text = text.replace(f'"@{key}@"', value)
+    return text
+
+
 FILE_CASES = {
     "size of 5000 digits": (document(size=BIG), f"results[0].size must be a whole number of "
                                                 f"bytes from 1 to 268435456, not {BIG_SHOWN}"),
@@ -75,12 +88,30 @@ FILE_CASES = {
     "a round under a nanosecond": (
         document(rounds_s="[1e-300]"), "results[0].rounds_s must be a list of positive seconds "
                                        "(each at least 1e-09), not [1e-300]"),
-    "overflow once the wait is taken out": (
+    # a figure is recomputed from count and rounds_s: one they do not give is refused (it
+    # was judged as saved while report showed the recomputed one), also when huge
+    "a figure its rounds do not give": (
         document(bytes_per_second="1e308", cpu_wait_share="0.5", cpu_s="[0, 0, 0]"),
-        "results[0]: bytes_per_second 1e+308 without the wait for a CPU (cpu_wait_share 0.5 of "
-        "each round's time beyond its cpu_s) is beyond the float range"),
+        "results[0].bytes_per_second is 1e+308, but count and rounds_s give 3.72364e+08 (the "
+        "median round's); a saved figure must match its rounds: remeasure the cell"),
+    "an edited figure": (
+        document(bytes_per_second="1e9"),
+        "results[0].bytes_per_second is 1e+09, but count and rounds_s give 3.72364e+08 (the "
+        "median round's); a saved figure must match its rounds: remeasure the cell"),
+    "an edited ops/s figure": (
+        sizeless_document(ops_per_s="2.0366e7"),
+        "results[0].ops_per_s is 2.0366e+07, but count and rounds_s give 20363.6 (the "
+        "median round's); a saved figure must match its rounds: remeasure the cell"),
+    "an edited figure of a worker": (
+        document(jobs="2", count="1000", workers='[{"count": 500, "rounds_s": [0.011], '
+                 '"cpu_s": [], "bytes_per_second": 1e9}, {"count": 500, "rounds_s": [0.011], '
+                 '"cpu_s": [], "bytes_per_second": 186181818.18181819}]'),
+        "results[0].workers[0].bytes_per_second is 1e+09, but count and rounds_s give "
+        "1.86182e+08 (the median round's); a saved figure must match its rounds: remeasure "
+        "the cell"),
     "a round with no time once the wait is taken out": (
-        document(cpu_wait_share="1", cpu_s="[0, 0, 0]"),
+        # (CPU seconds of 0 are a clock too coarse to time a round: no correction at all)
+        document(cpu_wait_share="1", cpu_s="[1e-300, 1e-300, 1e-300]"),
         "results[0]: bytes_per_second 3.72364e+08 without the wait for a CPU (cpu_wait_share 1 "
         "of each round's time beyond its cpu_s) would be infinite: a round is left with no time"),
     "a key twice": (document().replace('"complete": true', '"complete": false, "complete": true'),
@@ -106,7 +137,8 @@ def test_results_files_are_refused_by_load(tmp_path, case):
 
 @pytest.mark.parametrize("case", ["size of 5000 digits", "count of 400 digits",
                                   "schema_version of 5000 digits",
-                                  "overflow once the wait is taken out", "a key twice"])
+                                  "a figure its rounds do not give", "an edited ops/s figure",
+                                  "a key twice"])
 def test_results_files_through_compare_and_report(pytester, capsys, case):
     text, problem = FILE_CASES[case]
     path = pytester.path / "base.json"
@@ -118,6 +150,18 @@ def test_results_files_through_compare_and_report(pytester, capsys, case):
     assert cli.main(["report", str(path)]) == USAGE
     out, err = capsys.readouterr()
     assert out == "" and err == f"ERROR: {path}: {problem}\n"
+
+
+def test_figures_are_recomputed_from_the_rounds_on_load(tmp_path):
+    """A figure rounded by hand (within rounding of its rounds' figure) loads, and every
+    figure of a loaded file is the one its rounds give, as report and the gate compute it."""
+    path = tmp_path / "base.json"
+    path.write_text(document(bytes_per_second="372363636.4"))
+    (r,) = results.load(path).results
+    assert r.bytes_per_second == 1000 * 4096 / 0.011
+    path.write_text(sizeless_document(ops_per_s="20363.64"))
+    (r,) = results.load(path).results
+    assert r.bytes_per_second == 224 / 0.011
 
 
 def test_python_json_would_have_raised():

@@ -77,6 +77,39 @@ def test_a_run_that_measured_nothing_against_a_baseline_fails(fake):
                             "judges nothing fails *"])
 
 
+def test_allow_missing_does_not_pass_a_compare_that_judged_nothing(fake):
+    """--qcrypto-allow-missing makes a skipped baseline cell a summary line, but when every
+    cell with a baseline entry was skipped nothing was judged: the run fails (it passed)."""
+    def only_missing(doc):
+        doc["results"] = [dict(doc["results"][0], plugin="missing", canonical_plugin="missing")]
+
+    baseline(fake, sizes="16", edit=only_missing)
+    r = fake.runpytest(*FAKE_RUN, "--qcrypto-plugin", "missing", "--qcrypto-size", "16",
+                       "--qcrypto-compare", "base.json", "--qcrypto-allow-missing")
+    assert r.ret == 1, r.stdout.str()
+    r.assert_outcomes(passed=1, skipped=1)  # fake's cell is new: no baseline entry
+    r.stdout.fnmatch_lines(["ERROR: qcrypto: nothing was judged: the 1 cell with a baseline "
+                            "entry was skipped now (allowed by --qcrypto-allow-missing: "
+                            "missing: unavailable: *); a comparison that judges nothing fails *"])
+
+
+def test_saving_over_the_baseline_being_compared_is_a_usage_error(fake, tmp_path):
+    """--qcrypto-save=X --qcrypto-compare=X wrote a failed run's figures over the baseline,
+    so the next run passed: now refused before measuring, the baseline untouched."""
+    save(fake, "base.json")
+    before = (fake.path / "base.json").read_bytes()
+    (fake.path / "link.json").symlink_to(fake.path / "base.json")
+    for saving in ("base.json", "./base.json", "link.json"):
+        r = run(fake, "--qcrypto-compare", "base.json", "--qcrypto-save", saving)
+        assert r.ret == USAGE, r.stdout.str()
+        r.stderr.fnmatch_lines([f"ERROR: --qcrypto-save {saving} is the baseline given to "
+                                "--qcrypto-compare: it would be replaced by this run's figures, "
+                                "even if they fail the gate; save elsewhere (--qcrypto-save="
+                                "new.json) and replace the baseline after a passing run"])
+        assert "Traceback" not in r.stdout.str() + r.stderr.str()
+    assert (fake.path / "base.json").read_bytes() == before
+
+
 # -- several baselines --------------------------------------------------------------------------
 
 
@@ -283,3 +316,12 @@ def test_a_compare_that_collects_no_item_is_exit_1_not_5(fake):
     r = run(fake, "--qcrypto-compare", "base.json", "-k", "nomatch")
     assert r.ret == 1, r.stdout.str()
     r.stdout.fnmatch_lines(["ERROR: qcrypto: nothing was judged: no cell was measured *"])
+
+
+def test_nothing_judged_names_a_size_less_cell_by_its_operation():
+    from pytest_qcrypto.gate import compare as gate_compare
+
+    assert gate_compare.cell_text(("argon2id-m1024-t1-p1", "openssl", 0, "derive")) == \
+        "argon2id-m1024-t1-p1 openssl derive"
+    assert gate_compare.cell_text(("sha256", "openssl", 16, "digest")) == \
+        "sha256 openssl 16 B digest"

@@ -222,6 +222,10 @@ def test_a_counted_compare_says_what_it_judges_by() -> None:
                        {("sha256", "hashlib", 256, "digest"): v}, {})
     assert grid is not None and grid.texts[("hashlib", 256)] == "+1.50%"
     assert "(% more instructions an operation; positive = more work)" in grid.title
+    from pytest_qcrypto.gate.summary import summary_lines
+    lines = summary_lines(rules, gate.BaselineIndex(doc), {("sha256", "hashlib", 256,
+                                                            "digest"): v}, {}, "")
+    assert not any("judged by the clock alone" in line for line in lines), lines
     busy = machine.MachineState((9.0, 9.0, 9.0), 2, None, None, None)
     assert machine.summary_lines(busy, [m]) == []
     timed = Measurement("sha256", "hashlib", 256, "digest", 1000, (0.01, 0.01, 0.01))

@@ -122,3 +122,13 @@ def pytest_terminal_summary(config):
     r.assert_outcomes(passed=1)
     r.stdout.fnmatch_lines(["machine at start: load average *, * CPUs, governor *, turbo *",
                             "captured cpus: *"])
+
+
+@pytest.mark.parametrize("governor, warned", [
+    ("schedutil", True), ("ondemand", True), ("conservative", True), ("powersave", True),
+    ("performance", False), ("userspace", False)])
+def test_every_governor_that_follows_the_load_is_warned_of_with_its_driver(governor, warned):
+    found = machine.state_warnings(MachineState((0.1,) * 3, 2, (governor,), "intel_pstate", None))
+    assert found == ([f"the CPU frequency governor is {governor} (driver intel_pstate): the "
+                      "clock rate follows the load; set it to performance for stable figures"]
+                     if warned else [])

@@ -281,7 +281,7 @@ def test_huge(qcrypto_case, qcrypto_context):
 ''')
     r = pytester.runpytest("-p", "no:cacheprovider")
     r.assert_outcomes(errors=1)
-    r.stdout.fnmatch_lines(["@pytest.mark.qcrypto: sizes: a number of about 5000 digits is over "
+    r.stdout.fnmatch_lines(["test_huge: @pytest.mark.qcrypto: sizes: a number of about 5000 digits is over "
                             "the limit of 268435456 bytes (256 MiB)"])
     assert "Traceback" not in r.stdout.str() and "ValueError" not in r.stdout.str()
 

@@ -34,6 +34,7 @@ OPTIONS_BEFORE = [
     ("--qcrypto-compare-target", "NAME"),
     # issue 23: counted instructions
     ("--qcrypto-measure", "WHAT"), ("--qcrypto-instructions-threshold", "PCT"),
+    ("--qcrypto-confirm-pause", "SECONDS"),  # issue 23: confirmation tries a pause apart
 ]
 #: Every ini key and its type as pytest --help showed them before the table.
 INI_BEFORE = [
@@ -45,6 +46,7 @@ INI_BEFORE = [
     ("qcrypto_allow_missing", "bool"), ("qcrypto_require_same_machine", "bool"),
     ("qcrypto_count", "string"),  # issue 13
     ("qcrypto_max_speedup", "string"), ("qcrypto_strict", "bool"),  # issue 14
+    ("qcrypto_confirm_pause", "string"),  # issue 23
     ("qcrypto_targets", "linelist"),  # issue 16
     ("qcrypto_measure", "string"), ("qcrypto_instructions_threshold", "string"),  # issue 23
 ]

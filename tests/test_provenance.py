@@ -210,7 +210,7 @@ def test_files_without_implementations_still_load(tmp_path):
     doc = {"format": "pytest-qcrypto results", "schema_version": 2, "complete": True,
            "machine": {}, "plugins": {"hashlib": {"canonical": "hashlib", "version": "v"}},
            "results": [{"algorithm": "sha256", "plugin": "hashlib", "size": 16,
-                        "direction": "digest", "bytes_per_second": 1e6, "count": 10,
+                        "direction": "digest", "bytes_per_second": 1.6e5, "count": 10,
                         "rounds_s": [0.001]}]}
     (tmp_path / "old.json").write_text(json.dumps(doc))
     assert results.load(tmp_path / "old.json").plugins == doc["plugins"]

@@ -211,7 +211,7 @@ def test_unusable_targets_say_why_in_one_line_and_the_run_goes_on(pytester, fake
     (other / "__init__.py").write_text('__version__ = "0.0.1"\n')
     r = pytester.runpytest(
         *FAKE_MATRIX, "--qcrypto-size", "2048", "--qcrypto-rounds", "1",
-        "--qcrypto-timeout", "1",
+        "--qcrypto-timeout", "5",  # also each gateway's opening: Python starting, probing
         "--qcrypto-target", f"bare=popen//python={system}",
         "--qcrypto-target", f"older=popen//python={system}//chdir={other.parent}",
         "--qcrypto-target", "gone=ssh=-o BatchMode=yes -o ConnectTimeout=5 -p 1 "
@@ -231,7 +231,7 @@ def test_unusable_targets_say_why_in_one_line_and_the_run_goes_on(pytester, fake
             "HostNotFound: ssh could not connect to -o BatchMode=yes -o ConnectTimeout=5 -p 1 "
             "nobody@127.0.0.1 (unreachable or the login was refused; ssh's own message is on "
             "standard error)") in lines
-    hung = ("target hang stopped answering: no reply within 6 s (--qcrypto-timeout 1 s + 5 s); "
+    hung = ("target hang stopped answering: no reply within 10 s (--qcrypto-timeout 5 s + 5 s); "
             "its gateway was closed")
     assert f"  x fakehash@hang (size 1024) failed: fakehash@hang sha256 at 1024 bytes: {hung}" \
         in lines
@@ -500,3 +500,16 @@ def test_ctrl_c_stops_the_measurement_on_the_target(pytester, fake):
             break
         assert time.monotonic() < deadline, "the target's process is still running"
         time.sleep(0.2)
+
+
+def test_an_ab_run_that_judged_nothing_fails(pytester, fake, tmp_path):
+    # the CI case: the compare target's venv lacks pytest-qcrypto, so its cells are skipped
+    # and nothing is judged; that is a failed A/B gate (exit 1), not a green job
+    bare = tmp_path / "venv-bare"
+    subprocess.run([sys.executable, "-m", "venv", "--without-pip", str(bare)], check=True)
+    r = pytester.runpytest(*FAKE_MATRIX, "--qcrypto-rounds", "2",
+                           "--qcrypto-target", f"old=popen//python={bare / 'bin' / 'python'}",
+                           "--qcrypto-compare-target", "old")
+    assert any(line.startswith("qcrypto: A/B against @old: FAILED: no cell was judged")
+               for line in r.outlines), r.stdout.str()
+    assert r.ret == pytest.ExitCode.TESTS_FAILED, r.stdout.str()

@@ -53,7 +53,7 @@ def test_ciphers_accept_any_size_in_stream_modes(pytester):
     assert r.ret == 0
 
 
-def test_bad_marker_arguments_are_a_collection_error_with_a_message(pytester):
+def test_bad_marker_arguments_fail_that_test_with_a_message(pytester):
     pytester.makepyfile('''
 import pytest
 @pytest.mark.qcrypto(algorithms=["sha265"])
@@ -61,7 +61,7 @@ def test_x(qcrypto_case, qcrypto_context):
     pass
 ''')
     r = pytester.runpytest()
-    assert r.ret == pytest.ExitCode.INTERRUPTED  # pytest stops on collection errors
+    r.assert_outcomes(errors=1)  # that test errs at setup; the module's others still run
     out = r.stdout.str()
     assert "@pytest.mark.qcrypto: algorithms: unknown algorithm 'sha265'; did you mean sha256" in out
     assert "Traceback" not in out

@@ -25,17 +25,22 @@ class KdfParameter:
 #: with their defaults: PBKDF2-HMAC-SHA256 600000 iterations (OWASP's password storage
 #: advice), scrypt N=2^14 r=8 p=1 (RFC 7914's interactive-login figure), Argon2id with
 #: RFC 9106's second recommended set (64 MiB, 3 passes, 4 lanes), bcrypt cost 12; HKDF
-#: (RFC 5869, SHA-256) has none.  The limits keep one derivation under about 4 GiB.
+#: (RFC 5869, SHA-256) has none.  The limits keep one derivation under 16 GiB of memory
+#: (what it may take here is checked before it runs: :mod:`pytest_qcrypto.measure.memory`)
+#: and Argon2id's passes over its memory under :data:`MAX_ARGON2_PASSES_KIB`.
 KDF_PARAMETERS: dict[str, tuple[KdfParameter, ...]] = {
     "pbkdf2-sha256": (KdfParameter("i", "iterations", 600_000, 1, 100_000_000),),
     "scrypt": (KdfParameter("n", "N", 16_384, 2, 2**22), KdfParameter("r", "r", 8, 1, 32),
                KdfParameter("p", "p", 1, 1, 16)),
     "argon2id": (KdfParameter("m", "memory KiB", 65_536, 8, 2**22),
-                 KdfParameter("t", "passes", 3, 1, 1000),
-                 KdfParameter("p", "lanes", 4, 1, 255)),
+                 KdfParameter("t", "passes", 3, 1, 100),
+                 KdfParameter("p", "lanes", 4, 1, 64)),
     "bcrypt": (KdfParameter("c", "cost", 12, 4, 20),),
     "hkdf-sha256": (),
 }
+#: Argon2id's memory (KiB) x passes at most: 16 GiB of memory passed over (2^22 KiB 4 times,
+#: RFC 9106's first recommended set 2^21 KiB once), so that one derivation takes seconds.
+MAX_ARGON2_PASSES_KIB = 2**24
 #: The length of every KDF's derived key, bytes (bcrypt's is its 23-byte hash, fixed).
 KDF_OUTPUT = 32
 
@@ -72,7 +77,28 @@ def kdf_problem(name: str) -> str | None:
     if family == "argon2id" and "p" in values and values["m"] < 8 * values["p"]:
         return (f"{name.strip()}: Argon2id needs at least 8 KiB of memory per lane "
                 f"(RFC 9106), not {values['m']} KiB for {values['p']} lanes")
+    if family == "argon2id" and "t" in values and values["m"] * values["t"] > MAX_ARGON2_PASSES_KIB:
+        return (f"{name.strip()}: Argon2id's memory x passes must be at most "
+                f"{MAX_ARGON2_PASSES_KIB} KiB (16 GiB passed over), not {values['m']} x "
+                f"{values['t']}: lower m or t")
     return None
+
+
+def memory_needed(family: str, params: tuple[tuple[str, int], ...]) -> int:
+    """Bytes of memory one derivation of ``family`` with ``params`` takes: scrypt 128·r·N for
+    its V array plus 128·r·p for B (RFC 7914 section 5), Argon2id m KiB (RFC 9106 section
+    3.1); 0 for the KDFs that need next to none (PBKDF2, bcrypt's 4 KiB, HKDF)."""
+    values = dict(params)
+    if family == "scrypt":
+        return 128 * values["r"] * values["n"] + 128 * values["r"] * values["p"]
+    if family == "argon2id":
+        return values["m"] * 1024
+    return 0
+
+
+def memory_advice(family: str) -> str:
+    """What to lower when ``family`` needs too much memory: ``lower N or r``."""
+    return {"scrypt": "lower N or r", "argon2id": "lower m"}.get(family, "")
 
 
 def parse(name: str) -> tuple[str, tuple[tuple[str, int], ...]] | None:

@@ -299,6 +299,13 @@ def parse_algorithms(values: Iterable[str] | None, kinds: tuple[str, ...],
     if any(t.strip() for t in texts):  # nothing at all is "no algorithm name given"
         check_elements(texts, option, f"{word} names",
                        _EXAMPLES.get(word, "aes-128-cbc,aes-256-gcm"))
+    if catalog.KDF in kinds:  # a KDF's parameters are in its name: no loose ends
+        for raw in (part for t in texts for part in t.split(",") if part.strip()):
+            if raw != raw.rstrip() or raw.strip().endswith("-"):
+                raise SettingsError(f"{option}: {raw.lstrip()!r} ends in "
+                                    f"{'a dash' if raw.strip().endswith('-') else 'a space'}: "
+                                    "give a KDF's parameters in full (scrypt-n1024) or none "
+                                    "(scrypt)")
     for name in split_list(values):
         if name.lower() == ALL:
             found += [a for a in catalog.algorithms(kinds) if a not in found]

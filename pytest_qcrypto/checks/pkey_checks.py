@@ -232,6 +232,30 @@ class _Checker:
                           f"{name} derives a different key", theirs, key)
 
 
+class _Blamed:
+    """A peer's context in the cross-plugin checks: what its methods raise (but the
+    ``AuthenticationError`` of a tampered ciphertext) fails the check naming the peer, not
+    the plugin being checked (``liar raised RuntimeError in sign(): ...``)."""
+
+    def __init__(self, ctx: Context, name: str, checker: _Checker) -> None:
+        self._ctx, self._name, self._checker = ctx, name, checker
+
+    def __getattr__(self, attr: str) -> Any:
+        value = getattr(self._ctx, attr)
+        if not callable(value):
+            return value
+
+        def call(*args: Any, **kwargs: Any) -> Any:
+            try:
+                return value(*args, **kwargs)
+            except AuthenticationError:
+                raise
+            except Exception as exc:  # noqa: BLE001  (the peer's fault, said as such)
+                self._checker.fail("cross-plugin check", f"{self._name} raised "
+                                   f"{type(exc).__name__} in {attr}(): {str(exc)[:200]}")
+        return call
+
+
 def check(plugin: str, alg: Algorithm, open_context: Opener,
           peers: Sequence[tuple[str, Opener]]) -> list[str]:
     """Check ``plugin``'s ``alg`` before it is timed (a kind without a buffer size).
@@ -264,7 +288,7 @@ def check(plugin: str, alg: Algorithm, open_context: Opener,
         opened: list[tuple[str, Context]] = []
         for name, opener in peers:
             try:
-                opened.append((name, checker.open(opener)))
+                opened.append((name, _Blamed(checker.open(opener), name, checker)))
             except Exception:  # noqa: BLE001  (a peer that cannot open is left out, as the contract says)
                 continue
         if alg.is_of((Kind.SIGNATURE, Kind.KDF)):  # against its peers only

@@ -89,16 +89,16 @@ def build_parser() -> argparse.ArgumentParser:
                "--qcrypto-plot=speed.png, --qcrypto-save=results.json, --qcrypto-compare="
                "base.json (see pytest --help).")
     which = speed.add_mutually_exclusive_group()
-    which.add_argument("-C", dest="cipher", metavar="cipher",
+    which.add_argument("-C", dest="cipher", metavar="cipher", action="append",
                        help="the cipher or AEAD to measure, e.g. aes-128-cbc")
-    which.add_argument("-D", dest="digest", metavar="digest",
+    which.add_argument("-D", dest="digest", metavar="digest", action="append",
                        help="the digest to measure, e.g. sha256")
-    which.add_argument("-M", dest="mac", metavar="mac",
+    which.add_argument("-M", dest="mac", metavar="mac", action="append",
                        help="the MAC to measure, e.g. hmac-sha256, cmac-aes-128, poly1305")
-    which.add_argument("-S", dest="pkey", metavar="pkey",
+    which.add_argument("-S", dest="pkey", metavar="pkey", action="append",
                        help="the signature, key agreement, KEM or RSA encryption to measure "
                             "(ops/s, every operation), e.g. ed25519, rsa2048, ml-kem-768")
-    which.add_argument("-K", dest="kdf", metavar="kdf",
+    which.add_argument("-K", dest="kdf", metavar="kdf", action="append",
                        help="the KDF or password hash to measure (ops/s), its parameters in "
                             "its name, e.g. scrypt, pbkdf2-sha256-i100000, argon2id")
     speed.add_argument("-P", dest="plugins", metavar="plugin", action="append", default=[],
@@ -198,6 +198,12 @@ def main(argv: Sequence[str] | None = None) -> int:
                   verbose=ns.verbose)
 
 
+#: The flags that choose algorithms, with their option's word (``-D``: ``--qcrypto-digest``).
+_FLAGS = (("-C", "cipher"), ("-D", "digest"), ("-M", "mac"), ("-S", "pkey"), ("-K", "kdf"))
+_EXAMPLE = {"-C": "aes-128-cbc", "-D": "sha256", "-M": "hmac-sha256", "-S": "ed25519",
+            "-K": "scrypt"}
+
+
 def _algorithm(name: str, kinds: tuple[str, ...], flag: str) -> str:
     """Check a -C / -D / -M name against the catalog, in this command's words."""
     try:
@@ -253,18 +259,14 @@ def speed_args(ns: argparse.Namespace, extra: Sequence[str]) -> list[str]:
     args += ["-v"] * ns.verbose + ["--no-header"] if ns.verbose else ["-qq"]
     selecting = [f"--qcrypto-{option}" for option in catalog.OPTION_GROUPS]
     named = any(a.split("=")[0] in selecting for a in extra)
-    if ns.digest:
-        args += ["--qcrypto-digest", _algorithm(ns.digest, (catalog.DIGEST,), "-D")]
-    elif ns.cipher:
-        args += ["--qcrypto-cipher",
-                 _algorithm(ns.cipher, (catalog.CIPHER, catalog.AEAD), "-C")]
-    elif ns.mac:
-        args += ["--qcrypto-mac", _algorithm(ns.mac, (catalog.MAC,), "-M")]
-    elif ns.pkey:
-        args += ["--qcrypto-pkey", _algorithm(ns.pkey, catalog.OPTION_GROUPS["pkey"], "-S")]
-    elif ns.kdf:
-        args += ["--qcrypto-kdf", _algorithm(ns.kdf, catalog.OPTION_GROUPS["kdf"], "-K")]
-    elif not named:  # as openssl speed without an algorithm: all the plugins support
+    given = [(flag, word) for flag, word in _FLAGS if getattr(ns, word, None) is not None]
+    for flag, word in given:  # each name given (-D sha256 -D md5: both), none empty
+        for name in getattr(ns, word):
+            if not name.strip():
+                raise UsageError(f"qcrypto speed: {flag}: an empty name; give one, e.g. "
+                                 f"{flag} {_EXAMPLE[flag]}")
+            args += [f"--qcrypto-{word}", _algorithm(name, catalog.OPTION_GROUPS[word], flag)]
+    if not given and not named:  # as openssl speed without an algorithm: all the plugins support
         args += [a for option in selecting for a in (option, settings.ALL)]
     for plugin in ns.plugins:
         args += ["--qcrypto-plugin", plugin]

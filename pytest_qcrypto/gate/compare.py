@@ -49,7 +49,10 @@ class Baselines(BaselineIndex):
         for f in self.files:
             for typed, entry in f.plugins.items():
                 plugins.setdefault(typed, entry)
-        joined = ResultsFile([r for f in self.files for r in f.results], machine=first.machine,
+        every = [r for f in self.files for r in f.results]
+        #: results whose test failed (or errored) after measuring: never used as a baseline
+        self.failed = [r for r in every if r.outcome]
+        joined = ResultsFile([r for r in every if not r.outcome], machine=first.machine,
                              plugins=plugins, complete=all(f.complete for f in self.files),
                              created=first.created, settings=first.settings, path=first.path)
         super().__init__(joined)
@@ -153,9 +156,10 @@ def join(files: Sequence[ResultsFile], names: Sequence[str]) -> Baselines:
 
 
 def cell_text(key: CellKey) -> str:
-    """``sha256 openssl 16 B digest``: a cell key in words."""
+    """``sha256 openssl 16 B digest``: a cell key in words; a size-less cell (size 0) by its
+    operation alone: ``argon2id-m1024-t1-p1 openssl derive``."""
     alg, plugin, size, direction = key
-    return f"{alg} {plugin} {size} B {direction}"
+    return f"{alg} {plugin} {size} B {direction}" if size else f"{alg} {plugin} {direction}"
 
 
 def nearest(measured: Iterable[CellKey], baseline: Sequence[CellKey],
@@ -197,11 +201,34 @@ def nothing_judged(baselines: Baselines | BaselineIndex, measured: Sequence[Cell
             "fails (check the algorithms, plugins and sizes asked for, or save a new baseline)")
 
 
+def all_missing(verdicts: Mapping[CellKey, Verdict], gone: Mapping[CellKey, str],
+                allowed: bool) -> str | None:
+    """The line that fails a comparison in which every cell with a baseline entry was skipped
+    now (``gone``: cell -> reason; ``allowed``: by ``--qcrypto-allow-missing``), so none was
+    judged; None when a cell was judged or none was skipped."""
+    if not gone or any(v.status not in (gate.NOT_JUDGED, gate.NEW) for v in verdicts.values()):
+        return None
+    n = len(gone)
+    why = "; ".join(sorted(set(gone.values())))
+    with_entry = f"the {n} cell{'s' if n > 1 else ''} with a baseline entry"
+    verb = "were" if n > 1 else "was"
+    return (f"ERROR: qcrypto: nothing was judged: {with_entry} {verb} skipped now ("
+            f"{'allowed by --qcrypto-allow-missing: ' if allowed else ''}{why}); a comparison "
+            "that judges nothing fails (install what the skip names, or save a new baseline)")
+
+
 def none_judged(verdicts: Mapping[CellKey, Verdict]) -> str | None:
     """The line that fails a comparison whose cells had baseline entries of which none could
     be judged (another machine under ``--qcrypto-require-same-machine``, other
     ``--qcrypto-jobs``); None when one was judged, or when no cell had an entry."""
     statuses = {v.status for v in verdicts.values()}
+    if gate.CANNOT_TELL in statuses and not statuses - {gate.CANNOT_TELL, gate.NOT_JUDGED,
+                                                         gate.NEW}:
+        n = sum(v.status == gate.CANNOT_TELL for v in verdicts.values())
+        return (f"ERROR: qcrypto: nothing could be told: for each of the {plural(n, 'cell')} "
+                "judged the noise band on this machine is wider than the threshold, which is "
+                "not a pass (more --qcrypto-rounds, a quieter runner, "
+                "--qcrypto-measure=instructions, or an A/B run with --qcrypto-target)")
     if gate.NOT_JUDGED not in statuses or statuses - {gate.NOT_JUDGED, gate.NEW}:
         return None
     why = "; ".join(sorted({v.not_judged for v in verdicts.values() if v.not_judged}))

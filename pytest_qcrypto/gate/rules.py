@@ -78,6 +78,23 @@ def parse_whole(text: object, where: str, low: int, high: int) -> int:
     return settings.whole_number(text, where, low, high)
 
 
+#: The longest pause before a confirmation try (``--qcrypto-confirm-pause``), seconds.
+MAX_PAUSE_S = 60.0
+
+
+def parse_pause(text: object, where: str) -> float:
+    """Seconds from 0 to :data:`MAX_PAUSE_S` (``--qcrypto-confirm-pause``)."""
+    try:
+        value = settings.decimal_number(text)
+    except ValueError:
+        raise settings.SettingsError(f"{where}: {settings.shown(str(text).strip())} is not a "
+                                     "number of seconds") from None
+    if not 0 <= value <= MAX_PAUSE_S:  # also refuses nan
+        raise settings.SettingsError(f"{where}: must be from 0 to {MAX_PAUSE_S:g} seconds, "
+                                     f"not {str(text).strip()}")
+    return value
+
+
 @dataclass(frozen=True)
 class Rule:
     """One ``ALGORITHM[:PLUGIN[:SIZE]] = VALUE`` line; None fields are wildcards.  For an

@@ -14,9 +14,9 @@ from typing import Any
 from pytest_qcrypto.algorithms.catalog import plural
 from pytest_qcrypto.output.tables import Changes, GateTables, SummaryTable
 from pytest_qcrypto.gate import counted as counted_gate
-from pytest_qcrypto.gate.verdicts import (BUSY, MARK_NOTES, MARKS, NEW, NOISE, NOT_JUDGED, OK, RECOVERED,
+from pytest_qcrypto.gate.verdicts import (BUSY, CANNOT_TELL, MARK_NOTES, MARKS, NEW, NOISE, NOT_JUDGED, OK, RECOVERED,
                                  REGRESSION, BaselineIndex, CellKey, GateRules, Verdict,
-                                 pct, describe, kib)
+                                 pct, describe, kib, which_try, without_wait)
 
 
 def change_grid(baseline_path: object, algorithm: str, direction: str,
@@ -53,6 +53,8 @@ def change_grid(baseline_path: object, algorithm: str, direction: str,
         return None
     if BUSY in used:
         used.add(NOISE)
+    if CANNOT_TELL in used:
+        used.add(NOT_JUDGED)
     notes = tuple(f"{MARKS[s]} {MARK_NOTES[s]}" for s in (REGRESSION, NOISE, NOT_JUDGED)
                   if s in used)
     what = ("% more instructions an operation; positive = more work"
@@ -131,6 +133,26 @@ def _status_lines(verdicts: Sequence[Verdict]) -> list[str]:
               for v in verdicts if v.status == BUSY]
     lines += [f"passed on a retry: {describe(v.measurement)}: {v.tries_text}"
               for v in verdicts if v.status == RECOVERED]
+    return lines + _drift_lines(verdicts)
+
+
+def _drift_lines(verdicts: Sequence[Verdict]) -> list[str]:
+    """The cells the gate cannot tell on this machine, and those judged by the clock alone
+    because their baseline has no reference workload times (an older file)."""
+    told = [v for v in verdicts if v.baseline is not None and not v.not_judged]
+    unsure = [v for v in told if v.status == CANNOT_TELL and v.drift is not None]
+    lines = []
+    if unsure:
+        lines.append(f"cannot tell on this machine (not failed): {len(unsure)} of "
+                     f"{plural(len(told), 'judged cell')}:")
+        lines += [f"  {describe(v.measurement)}: {v.drift.cannot_tell_text()}"
+                  for v in unsure if v.drift is not None]
+    old = [v for v in told if not v.baseline.reference_s  # type: ignore[union-attr]
+           and v.measurement.counted is None]  # a count needs no reference workload
+    if old:
+        lines.append(f"judged by the clock alone: the baseline of {plural(len(old), 'cell')} "
+                     "has no reference workload times (saved by an older version); save it "
+                     "again so that the gate can tell a slower machine from slower code")
     return lines
 
 
@@ -177,6 +199,10 @@ def summary_lines(rules: GateRules, baseline: BaselineIndex | None,
     lines += _speedup_lines(rules, every)
     lines += _difference_lines(verdicts, machine_differences, library_difference)
     lines += _status_lines(every)
+    failed = getattr(baseline, "failed", [])  # results of a test that failed (compare.py)
+    if failed:
+        lines.append("baseline cells whose test failed there (never used as a baseline):")
+        lines += [f"  {describe(r)}: {r.test or 'its test'} {r.outcome}" for r in failed]
     lines += _cell_lines(rules, baseline, verdicts, gone)
     return lines + ([saved] if saved else [])
 
@@ -252,8 +278,8 @@ def _speedup_lines(rules: GateRules, verdicts: Sequence[Verdict]) -> list[str]:
 # -- the same as tables (a markdown summary) ------------------------------------------------------
 
 #: The order of the verdict counts, worst first.
-VERDICT_ORDER = ("regression", "below floor", "suspicious speed-up", "missing", NOISE, BUSY,
-                 RECOVERED, OK, NOT_JUDGED, NEW, "in the baseline, not run")
+VERDICT_ORDER = ("regression", "below floor", "suspicious speed-up", "missing", CANNOT_TELL,
+                 NOISE, BUSY, RECOVERED, OK, NOT_JUDGED, NEW, "in the baseline, not run")
 
 
 def verdict_word(v: Verdict, rules: GateRules) -> str:
@@ -284,11 +310,13 @@ def summary_tables(rules: GateRules, baseline: BaselineIndex | None,
     if regressions:
         tables.append(SummaryTable(
             f"Regressions ({len(regressions)})",
-            ("cell", "now KiB/s", "baseline KiB/s", "change", "threshold", "tries"),
+            ("cell", "now KiB/s", "baseline KiB/s", "change", "change computed from",
+             "threshold", "tries"),
             tuple((describe(v.measurement), _fig(v.measurement, v.measurement.rate),
                    _fig(v.measurement, v.baseline.rate) if v.baseline else "",
-                   pct(v.change), f"{v.threshold.value:g}%" if v.threshold else "",
-                   str(len(v.tries))) for v in regressions), (1, 2, 3, 4, 5)))
+                   pct(v.change), _change_from(v),
+                   f"{v.threshold.value:g}%" if v.threshold else "",
+                   _tries_shown(v)) for v in regressions), (1, 2, 3, 5)))
     floors = [v for v in every if v.floor is not None
               and any(f.startswith("below floor") for f in v.failures)]
     if floors:
@@ -302,10 +330,11 @@ def summary_tables(rules: GateRules, baseline: BaselineIndex | None,
         title = _speedup_title(rules, len(fast))
         tables.append(SummaryTable(
             title[0].upper() + title[1:],
-            ("cell", "now KiB/s", "baseline KiB/s", "change", "speed-up"),
+            ("cell", "now KiB/s", "baseline KiB/s", "change", "change computed from",
+             "speed-up"),
             tuple((describe(v.measurement), _fig(v.measurement, v.measurement.rate),
                    _fig(v.measurement, v.baseline.rate) if v.baseline else "", pct(v.change),
-                   f"{r:.2f}x") for v, r in fast), (1, 2, 3, 4)))
+                   _change_from(v), f"{r:.2f}x") for v, r in fast), (1, 2, 3, 5)))
     counts = {w: 0 for w in VERDICT_ORDER}
     for v in every:
         word = verdict_word(v, rules)
@@ -315,6 +344,30 @@ def summary_tables(rules: GateRules, baseline: BaselineIndex | None,
     tables.append(SummaryTable("Verdicts", ("verdict", "cells"),
                                tuple((w, str(n)) for w, n in counts.items() if n), (1,)))
     return GateTables(gate_heading(rules, baseline), tuple(tables))
+
+
+def _change_from(v: Verdict) -> str:
+    """The figures the change of ``v`` is computed from: ``the figures shown`` (by the clock),
+    or ``363636.36 vs 800000.00, the baseline without its wait for a CPU``."""
+    m = v.measurement
+    if v.baseline is None:
+        return ""
+    now = _fig(m, v.figure) != _fig(m, m.rate)
+    then = _fig(m, v.base_figure) != _fig(m, v.baseline.rate)
+    if not now and not then:
+        return "the figures shown"
+    which = ("each without its wait" if now and then else
+             "now without its wait" if now else "the baseline without its wait")
+    return f"{_fig(m, v.figure)} vs {_fig(m, v.base_figure)}, {which} for a CPU"
+
+
+def _tries_shown(v: Verdict) -> str:
+    """``fastest try of 3``: which try the figure now is (``1`` for a single try)."""
+    if len(v.tries) == 1:
+        return "1"
+    judged = v.baseline is not None and not v.not_judged
+    ranks = [without_wait(t, w)[0] if judged else t.rate for t, w in zip(v.tries, v.waits)]
+    return f"{which_try(ranks, v.tries.index(v.measurement))} of {len(v.tries)}"
 
 
 def _fig(m: Any, rate: float) -> str:

@@ -9,9 +9,10 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
-from pytest_qcrypto.gate import verdicts as gate
+from pytest_qcrypto.gate import drift as gate_drift, verdicts as gate
 from pytest_qcrypto.measure.harness import Measurement
 from pytest_qcrypto.measure.machine import metered
+from pytest_qcrypto.measure.reference import spaced
 from pytest_qcrypto.results.store import Result
 from pytest_qcrypto.gate.rules import Rule
 
@@ -23,15 +24,20 @@ Meter = Callable[[Callable[[], Measurement]], "tuple[Measurement, float | None]"
 def retry(first: Measurement, again: Callable[[], Measurement] | None, c: gate.Criteria,
           first_wait: float | None = None, meter: Meter = metered) -> gate.Verdict:
     """The retry loop: ask :func:`gate.judge` about the tries so far, measure again (with
-    ``meter(again)``) while it asks for another try; its verdict.  Without ``again``, the
-    first try is the only one."""
+    ``meter(again)``, after a pause of ``c.pause_s`` seconds so that the try samples another
+    phase of the machine's drift, when the baseline has reference times) while it asks for
+    another try; its verdict.  Without
+    ``again``, the first try is the only one."""
     tries, waits = [first], [first_wait]
+    # the pause serves the rule against the reference workload: other cells retry at once
+    pause = c.pause_s if c.judged and c.baseline and gate_drift.applies(c.baseline) else 0.0
+    later = spaced(again, pause) if again is not None else None
     while True:
         verdict = gate.judge(tries, waits, c, more=again is not None)
         if verdict is not None:
             return verdict
-        assert again is not None
-        m, w = meter(again)
+        assert later is not None
+        m, w = meter(later)
         tries.append(m)
         waits.append(w)
 

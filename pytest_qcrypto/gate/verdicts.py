@@ -28,26 +28,26 @@ the pytest side :mod:`.gate_plugin`.
 from __future__ import annotations
 
 import math
-import statistics
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from pytest_qcrypto.gate import stats as gate_stats
+from pytest_qcrypto.gate import drift as gate_drift, stats as gate_stats
 from pytest_qcrypto.results import store as results
 from pytest_qcrypto.measure import threads
 from pytest_qcrypto.gate.stats import TestResult
 from pytest_qcrypto.measure.harness import KIB, Measurement
+from pytest_qcrypto.measure.reference import DEFAULT_PAUSE_S
 from pytest_qcrypto.results.store import Result, ResultsFile
-from pytest_qcrypto.gate.text import describe, fastest_round_bps, kib, pct  # noqa: F401
+from pytest_qcrypto.gate.text import describe, fastest_round_bps, kib, pct, which_try  # noqa: F401
+from pytest_qcrypto.gate.text import (BUSY_SHARE, _correction_text, _tries_text,  # noqa: F401
+                                      _waited, baseline_figures, without_wait)
 from pytest_qcrypto.gate.rules import (WILDCARD, Rule, Rules, marker_floors,  # noqa: F401 (gate.Rule)
-                                  parse_kib_per_s, parse_pattern, parse_percent, parse_whole,
+                                  parse_kib_per_s, parse_pattern, parse_pause, parse_percent,
+                                  parse_whole,
                                   cell_column)
 
 DEFAULT_THRESHOLD = 10.0
-#: A try whose median round loses more than this share to its wait for a CPU says so in
-#: messages, with its figure without the wait.
-BUSY_SHARE = 0.05
 DEFAULT_CONFIRM = 2
 MAX_CONFIRM = 20
 #: A change beyond this many times the baseline's figure is a suspicious speed-up (issue 14).
@@ -57,16 +57,18 @@ DEFAULT_MAX_SPEEDUP = 3.0
 CellKey = tuple[str, str, int, str]
 
 # Verdict states, and the marker of each in the change table.
-OK, NEW, REGRESSION, NOISE, BUSY, RECOVERED, NOT_JUDGED, GONE = (
+OK, NEW, REGRESSION, NOISE, BUSY, RECOVERED, NOT_JUDGED, GONE, CANNOT_TELL = (
     "ok", "no baseline", "regression", "within noise", "machine busy", "passed on a retry",
-    "not judged", "missing")
-MARKS = {REGRESSION: "!", NOISE: "~", BUSY: "~", NOT_JUDGED: "?"}
+    "not judged", "missing", "cannot tell")
+MARKS = {REGRESSION: "!", NOISE: "~", BUSY: "~", NOT_JUDGED: "?", CANNOT_TELL: "?"}
 MARK_NOTES = {
     REGRESSION: "regression: slower than the threshold allows, on every try",
     NOISE: "slower than the threshold on every try, but not beyond the rounds' noise by the "
            f"{gate_stats.RULE} ({gate_stats.ALPHA:g} false-alarm rate) or only while other "
            "work kept the CPUs busy",
-    NOT_JUDGED: "not judged: another machine (--qcrypto-require-same-machine), jobs or threads",
+    NOT_JUDGED: "not judged: another machine (--qcrypto-require-same-machine), jobs or "
+                "threads, or cannot tell on this machine (its noise band is wider than the "
+                "threshold)",
 }
 
 
@@ -110,6 +112,8 @@ class Verdict:
     not_judged: str = ""
     tries_text: str = ""
     test: TestResult | None = None
+    #: the rule against the reference workload (:mod:`.drift`; None: a side lacks its times)
+    drift: gate_drift.DriftTest | None = None
 
     @property
     def wait(self) -> float | None:
@@ -118,7 +122,10 @@ class Verdict:
 
     @property
     def change(self) -> float | None:
-        """The change judged, ``(figure - base_figure) / base_figure``; None without baseline."""
+        """The change judged, ``(figure - base_figure) / base_figure``, or relative to the
+        reference workload when both sides have its times; None without baseline."""
+        if self.drift is not None and self.baseline is not None:
+            return -self.drift.slowdown
         return None if self.baseline is None else change(self.figure, self.base_figure)
 
     @property
@@ -135,89 +142,21 @@ class Verdict:
     @property
     def record(self) -> dict[str, Any] | None:
         """The verdict's statistic as saved with its result (None: not judged by the test)."""
-        return self.test.record(self.status, self.threshold.value) if self.test and \
-            self.threshold else None
+        if not (self.test and self.threshold):
+            return None
+        out = self.test.record(self.status, self.threshold.value)
+        return {**out, **self.drift.record()} if self.drift is not None else out
 
     @property
     def noise_text(self) -> str:
         """Why a slowdown beyond the threshold passed as noise, in words."""
+        if self.drift is not None:
+            return f"{self.drift.text()}: its lower edge is within the threshold"
         return f"only {self.test.text()}" if self.test else "not judged by the test"
 
     @property
     def message(self) -> str:
         return "; ".join(self.failures)
-
-
-def without_wait(m: Measurement, share: float | None) -> tuple[float, float]:
-    """Bytes per second of the median and of the fastest round, the wait for a CPU taken out.
-
-    ``share`` is the part of the try's time off the CPU that was a wait for a
-    CPU (:class:`WaitMeter`).  Each round loses that share of its wall time
-    beyond its CPU time; the rest (a plugin sleeping, a device working) stays.
-    Without ``share`` or CPU times the figures are the measured ones.
-    """
-    rounds = results.without_wait(m.rounds_s, m.cpu_s, share)
-    if rounds is None:
-        return m.rate, fastest_round_bps(m)
-    work = m.operations * (m.size or 1)
-    return work / statistics.median(rounds), work / min(rounds)
-
-
-def baseline_figures(r: Result) -> tuple[float, float]:
-    """A baseline's judged figure and its slowest round's, its own wait for a CPU taken out.
-
-    Both are scaled from the saved ``bytes_per_second`` (the figure of record);
-    :func:`results.load` refuses a file in which they overflow.
-    """
-    return r.figures_without_wait()
-
-
-def _waited(clock: float, judged: float) -> str:
-    """The share of a figure's time by the clock that was a wait for a CPU, in words
-    (``6%``, ``less than 1%``); empty when the two figures print alike in KiB/s."""
-    if kib(clock) == kib(judged):
-        return ""
-    lost = 1 - clock / judged
-    return f"{lost:.0%}" if lost >= 0.01 else "less than 1%"
-
-
-def _correction_text(now: str, then: str) -> str:
-    """How the judged change differs from the figures quoted (both by the clock): in words,
-    so that each cell has one figure, the one the tables and ``qcrypto report`` show."""
-    if now and then:
-        return (f" without the time each waited for a CPU ({now} of it now, {then} of it in "
-                "the baseline)")
-    if then:
-        return f" without the time the baseline waited for a CPU ({then} of it)"
-    if now:
-        return f" without the time this try waited for a CPU ({now} of it)"
-    return ""
-
-
-def _tries_text(tries: Sequence[Measurement], waits: Sequence[float | None], best: int,
-                judged: bool = True) -> str:
-    """``tries: A, B, C KiB/s (best B)``: each try by the clock, and which one counts.
-
-    Against a baseline (``judged``) the best try is the fastest once its wait
-    for a CPU is taken out (:func:`without_wait`), and "best" says so when that
-    figure is not the listed one (the table shows the listed one).  A try that
-    lost more than :data:`BUSY_SHARE` to that wait says so.
-    """
-    parts, u = [], tries[best].unit
-    for m, w in zip(tries, waits):
-        text = kib(m.rate, u)
-        without = without_wait(m, w)[0]
-        lost = 1 - m.rate / without
-        if lost > BUSY_SHARE:
-            text += f" (waited {lost:.0%} of it for a CPU: {kib(without, u)} without)"
-        parts.append(text)
-    kept = tries[best]
-    clock, figure = kept.rate, without_wait(kept, waits[best])[0]
-    which = f"best {kib(clock, u)}"
-    if judged and kib(clock, u) != kib(figure, u):
-        which += f", judged as {kib(figure, u)} without its wait for a CPU"
-    return f"tries: {', '.join(parts)} {u} ({which})"
-
 
 
 @dataclass(frozen=True)
@@ -234,6 +173,8 @@ class Criteria:
     threshold: Rule | None = None
     floor: Rule | None = None
     not_judged: str = ""
+    #: seconds to wait before each confirmation try (``--qcrypto-confirm-pause``)
+    pause_s: float = 0.0
 
     @property
     def judged(self) -> bool:
@@ -271,8 +212,11 @@ def judge(tries: Sequence[Measurement], waits: Sequence[float | None], c: Criter
     base_bps = baseline_figures(c.baseline)[0] if c.baseline is not None else 0.0
     figures = [without_wait(t, w)[0] for t, w in zip(tries, waits)]
     clocks = [t.rate for t in tries]
-    if more and len(tries) <= c.confirm and (c.regressed(figures[-1], base_bps)
-                                             or c.below_floor(tries[-1])):
+    last = (gate_drift.try_slowdown(tries[-1], waits[-1], c.baseline)
+            if c.judged and c.baseline is not None else None)
+    suspicious = c.regressed(figures[-1], base_bps) if last is None else \
+        c.judged and last * 100 > (c.threshold.value if c.threshold else math.inf)
+    if more and len(tries) <= c.confirm and (suspicious or c.below_floor(tries[-1])):
         return None
     # a floor is a promise about what was achieved: it takes the figure by the clock, as
     # the table shows it, and the best try is one that keeps it (any try, when none does);
@@ -286,7 +230,11 @@ def judge(tries: Sequence[Measurement], waits: Sequence[float | None], c: Criter
                 tries_text=_tries_text(tries, waits, best, c.judged))
     if c.judged and c.baseline is not None and c.threshold is not None:
         v.test = gate_stats.test_tries(tries, waits, c.baseline, c.threshold.value)
-    _judge_baseline(v, c, figures)
+        v.drift = gate_drift.drift_test(tries, waits, c.baseline, c.threshold.value)
+    if v.drift is not None and not c.not_judged:
+        _judge_drift(v, c, v.drift)
+    else:
+        _judge_baseline(v, c, figures)
     if c.below_floor(kept):
         assert c.floor is not None
         waited = _waited(kept.rate, v.figure)
@@ -330,6 +278,30 @@ def _judge_baseline(v: Verdict, c: Criteria, figures: Sequence[float]) -> None:
         v.status = RECOVERED
 
 
+def _judge_drift(v: Verdict, c: Criteria, d: gate_drift.DriftTest) -> None:
+    """Set ``v.status`` by the rule against the reference workload (:mod:`.drift`); a
+    regression adds its failure.  Cannot tell passes with its verdict recorded."""
+    kept, baseline = v.measurement, c.baseline
+    assert baseline is not None and c.threshold is not None
+    status = d.status
+    if status == gate_drift.PASS:
+        beyond = any(s * 100 > c.threshold.value for s in d.try_slowdowns)
+        v.status = RECOVERED if beyond else OK
+    elif status == gate_drift.CANNOT_TELL:
+        v.status = CANNOT_TELL
+    elif status == gate_drift.NOISE:
+        v.status = NOISE
+    else:
+        v.status = REGRESSION
+        v.failures.append(
+            f"regression: {describe(kept)}: {kib(kept.rate, kept.unit)} {kept.unit} now, "
+            f"baseline {kib(baseline.rate, kept.unit)} {kept.unit}, change {pct(v.change)} "
+            f"relative to the reference workload ({pct(v.clock_change)} by the clock), "
+            f"threshold {c.threshold.value:g}% ({c.threshold.source}); {v.tries_text}; "
+            f"beyond the threshold by more than the noise band +-{d.band:.1%} "
+            f"({d.baseline_rounds} rounds in the baseline, {d.rounds} now; {gate_drift.RULE})")
+
+
 # -- the run's rules and baseline ------------------------------------------------------------
 
 
@@ -346,6 +318,7 @@ class GateRules:
     thresholds: Rules = field(default_factory=Rules)
     floors: Rules = field(default_factory=Rules)
     confirm: int = DEFAULT_CONFIRM
+    confirm_pause: float = DEFAULT_PAUSE_S
     allow_missing: bool = False
     require_same_machine: bool = False
     compare_only: list[str] = field(default_factory=list)
@@ -407,4 +380,4 @@ def criteria(rules: GateRules, m: Measurement, names: Sequence[str], base: Resul
                 not_judged = f"different machine ({', '.join(diffs)})"
     floor = marker.pick(m.algorithm, names, column) if marker is not None else None
     floor = floor or rules.floors.pick(m.algorithm, names, column)
-    return Criteria(rules.confirm, base, threshold, floor, not_judged)
+    return Criteria(rules.confirm, base, threshold, floor, not_judged, rules.confirm_pause)

@@ -4,8 +4,7 @@ This is what the pytest fixtures call, and what a script can call directly::
 
     from pytest_qcrypto.measure import bench
     from pytest_qcrypto.backends.openssl import OpenSSLPlugin
-    from pytest_qcrypto.measure.randomness import Randomness  # noqa: F401 (its old home)
-from pytest_qcrypto.measure.registry import Selection
+    from pytest_qcrypto.measure.registry import Selection
 
     with bench.open_context(Selection("openssl", OpenSSLPlugin()), "sha256") as ctx:
         m = ctx.measure(4096, min_time=0.1, rounds=3)   # checks the vectors first
@@ -14,24 +13,25 @@ from pytest_qcrypto.measure.registry import Selection
 
 from __future__ import annotations
 
+import os
 from collections.abc import Callable
-from typing import Any
 from dataclasses import dataclass
 from functools import partial
 from types import TracebackType
+from typing import Any
 
-from pytest_qcrypto.algorithms import catalog
-from pytest_qcrypto.measure import harness, isolate as isolation, jobs as multi
-from pytest_qcrypto.algorithms import settings
-from pytest_qcrypto.checks import known_answers
-from pytest_qcrypto.measure import counting, limits, pkey_bench, threads as threaded
-from pytest_qcrypto.checks.known_answers import checked_roundtrip_runner  # noqa: F401 (its old home)
-from pytest_qcrypto.backends.base import Context, Unsupported, Workload
+from pytest_qcrypto.algorithms import catalog, settings
+from pytest_qcrypto.algorithms.cases import Case  # noqa: F401 (its old home)
 from pytest_qcrypto.algorithms.catalog import Algorithm, Direction
+from pytest_qcrypto.algorithms.settings import MAX_SIZE
+from pytest_qcrypto.backends.base import Context, Unsupported, Workload
+from pytest_qcrypto.checks import known_answers
+from pytest_qcrypto.checks.known_answers import checked_roundtrip_runner  # noqa: F401 (old home)
+from pytest_qcrypto.measure import counting, harness, isolate as isolation, jobs as multi
+from pytest_qcrypto.measure import limits, memory, pkey_bench, reference, threads as threaded
 from pytest_qcrypto.measure.harness import Measurement
 from pytest_qcrypto.measure.randomness import Randomness  # noqa: F401 (its old home)
 from pytest_qcrypto.measure.registry import Selection
-from pytest_qcrypto.algorithms.settings import MAX_SIZE
 
 #: AEAD operations cycle through this many distinct random nonces (one per operation).
 NONCE_POOL = 1024
@@ -193,13 +193,15 @@ class BenchContext:
         way = _Way(decrypt, roundtrip, check_roundtrip, count, operation or "")
         _check_measurable(self, size, min_time, rounds, jobs, way)
         threaded.check_threads(threads, jobs)
+        if too_much := memory.problem(self.algorithm, max(jobs, 1) * max(threads, 1)):
+            raise Unsupported(too_much)  # before it swaps the machine to a halt
         if measure == "instructions":  # counted in child processes (measure/counting.py)
             return counting.counted_measurement(self, size, way, jobs, threads, timeout)
         body = partial(_measure_here, self, size, way, min_time, rounds, jobs, threads)
         if self.context is None:  # opened, measured and closed in the child
             return isolation.run_isolated(partial(_open_and_measure, self, body), timeout,
                                        close=self._close_in_child)
-        if isolate:
+        if isolate or (timeout is not None and in_child(self.algorithm)):
             return isolation.run_isolated(body, timeout)
         try:
             return limits.call_with_deadline(body, timeout)
@@ -243,6 +245,13 @@ class BenchContext:
     def __exit__(self, exc_type: type[BaseException] | None, exc: BaseException | None,
                  tb: TracebackType | None) -> None:
         self.close()
+
+
+def in_child(alg: Algorithm) -> bool:
+    """Whether ``alg`` is measured in a child process that can be killed at the timeout even
+    without ``--qcrypto-isolate``: a KDF's derivation is one long call into C code, which the
+    alarm cannot interrupt (``pbkdf2-sha256-i100000000`` takes a minute); needs ``os.fork``."""
+    return alg.is_of((catalog.KDF,)) and hasattr(os, "fork")
 
 
 def _check_measurable(bench: BenchContext, size: object, min_time: object, rounds: object,
@@ -346,9 +355,10 @@ def _measure_here(bench: BenchContext, size: int, way: _Way, min_time: float, ro
         workers = multi.worker_record(timing.workers, size, each)
         one_thread = threaded.one_thread_bps(timing, size or 1, each)  # a rate: bytes or ops
     elif way.count is not None:
-        timing = harness.time_count(run, way.count, rounds=rounds)
+        timing = harness.time_count(run, way.count, rounds=rounds, between=reference.reference_s)
     else:
-        timing = harness.time_runner(run, min_time=min_time, rounds=rounds)
+        timing = harness.time_runner(run, min_time=min_time, rounds=rounds,
+                                     between=reference.reference_s)
     first_iv = work.nonces[0] if work.nonces else work.iv
     return Measurement(
         algorithm=alg.name, plugin=typed, size=size, direction=direction, count=timing.count,
@@ -357,7 +367,8 @@ def _measure_here(bench: BenchContext, size: int, way: _Way, min_time: float, ro
         driver=ctx.driver, hardware=ctx.hardware,
         jobs=jobs if jobs > 1 else 1, workers=workers, calibration_note=timing.note,
         iv=bytes(first_iv).hex(), threads=threads, one_thread_bps=one_thread,
-        threads_cpu_wait=getattr(timing, "cpu_wait", None))
+        threads_cpu_wait=getattr(timing, "cpu_wait", None),
+        reference_s=getattr(timing, "reference_s", ()))
 
 
 class OpenError(Exception):
@@ -400,23 +411,3 @@ def open_context(selection: Selection, algorithm: str | Algorithm,
     if isolate:
         return BenchContext(selection, alg, None, rng, key)
     return BenchContext(selection, alg, open_plugin_context(selection, alg, key), rng, key)
-
-
-@dataclass(frozen=True)
-class Case:
-    """One cell of a speed matrix: algorithm x plugin (as typed) x buffer size x direction
-    (``decrypt`` or ``roundtrip`` set only for an algorithm that has that direction); for
-    the kinds without a buffer size, algorithm x plugin x ``operation`` (size 0)."""
-
-    algorithm: str
-    plugin: str
-    size: int
-    decrypt: bool = False
-    roundtrip: bool = False
-    #: the direction of a size-less cell (``sign``, ``encaps``...; its size is 0), else empty
-    operation: str = ""
-
-    @property
-    def id(self) -> str:
-        """The test id inside the brackets: ``openssl-16``."""
-        return f"{self.plugin}-{self.operation or self.size}"

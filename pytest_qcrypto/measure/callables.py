@@ -28,6 +28,7 @@ saved, gated); and the marker ``@pytest.mark.qcrypto(callable=fn, sizes=[...])``
 
 from __future__ import annotations
 
+import inspect
 from collections.abc import Callable
 from dataclasses import dataclass
 from functools import partial
@@ -60,6 +61,12 @@ def callable_problem(fn: object, name: object = None, check: object = None) -> s
     (one line), or None."""
     if not callable(fn):
         return f"fn must be a callable taking the data buffer, not {settings.shown_value(fn)}"
+    if inspect.isgeneratorfunction(fn) or inspect.isasyncgenfunction(fn):
+        return (f"fn is a generator function ({default_name(fn)}): calling it runs none of its "
+                "body; pass a function that does the work, e.g. lambda data: list(fn(data))")
+    if inspect.iscoroutinefunction(fn):
+        return (f"fn is an async function ({default_name(fn)}): calling it only makes a "
+                "coroutine; pass a plain function, e.g. lambda data: asyncio.run(fn(data))")
     if check is not None and not callable(check):
         return (f"check must be None or a callable check(data, result) -> bool, not "
                 f"{settings.shown_value(check)}")

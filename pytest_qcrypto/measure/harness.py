@@ -138,6 +138,9 @@ class Measurement:
     #: (:func:`pytest_qcrypto.measure.counting.nominal_rounds`), so that its rate is work per
     #: 10**9 instructions: higher is still better.
     counted: Any = field(default=None, compare=False)
+    #: CPU seconds of the reference workload timed right after each round (empty: not
+    #: timed; :mod:`pytest_qcrypto.measure.reference`)
+    reference_s: tuple[float, ...] = field(default=(), compare=False)
 
     @property
     def operations(self) -> int:
@@ -221,6 +224,8 @@ class Timing:
     cpu_s: tuple[float, ...]
     recalibrations: int = 0
     note: str = ""
+    #: CPU seconds of the reference workload timed right after each round (empty: none)
+    reference_s: tuple[float, ...] = ()
 
 
 def timed(run: Runner, count: int, clock: Callable[[], int],
@@ -272,7 +277,8 @@ def time_runner(run: Runner, *, min_time: float = 0.1, rounds: int = 3,
                 clock: Callable[[], int] | None = None,
                 cpu_clock: Callable[[], int] | None = None,
                 guard: Callable[[], float] | None = None,
-                guard_limit: float | None = None) -> Timing:
+                guard_limit: float | None = None,
+                between: Callable[[], float] | None = None) -> Timing:
     """Calibrate with the doubling-count loop, then time ``rounds`` rounds (again, from a
     round under :data:`SHORT_ROUND` of ``min_time``, up to :data:`MAX_RECALIBRATIONS` times).
 
@@ -284,7 +290,9 @@ def time_runner(run: Runner, *, min_time: float = 0.1, rounds: int = 3,
     ``guard_limit`` seconds (default ``min_time * 10 + 1``), and ``ValueError``
     for a ``min_time`` or ``rounds`` outside the limits of the options (more than 0 and
     at most :data:`~pytest_qcrypto.algorithms.settings.MAX_MIN_TIME` seconds, 1 to
-    :data:`~pytest_qcrypto.algorithms.settings.MAX_ROUNDS` rounds).
+    :data:`~pytest_qcrypto.algorithms.settings.MAX_ROUNDS` rounds).  ``between()``, when
+    given, runs right after each kept round and returns seconds (the reference workload,
+    :mod:`pytest_qcrypto.measure.reference`): ``Timing.reference_s``.
     """
     problem = settings.min_time_problem(min_time) or settings.rounds_problem(rounds)
     if problem:
@@ -313,26 +321,29 @@ def time_runner(run: Runner, *, min_time: float = 0.1, rounds: int = 3,
         if count >= MAX_COUNT:
             raise TimerError(f"{count} operations still took under {min_time} s by the timer")
         count = _next_count(count, wall, min_ns)
-    walls, cpus = _rounds(run, count, rounds - 1, clock, cpu_clock, [wall], [cpu])
+    refs = [between()] if between is not None else []
+    walls, cpus = _rounds(run, count, rounds - 1, clock, cpu_clock, [wall], [cpu], between, refs)
     recalibrations = 0
     while min(walls) < min_ns * SHORT_ROUND and recalibrations < MAX_RECALIBRATIONS \
             and count < MAX_COUNT:  # a stall chose the count: choose it from a short round
         count = predicted_count(count, min(walls), min_ns)
         recalibrations += 1
-        walls, cpus = _rounds(run, count, rounds, clock, cpu_clock)
+        refs = []
+        walls, cpus = _rounds(run, count, rounds, clock, cpu_clock, between=between, refs=refs)
     note = short_rounds_note(walls, min_time, recalibrations) \
         if min(walls) < min_ns * SHORT_ROUND else ""
     return Timing(count, tuple(w / 1e9 for w in walls), tuple(c / 1e9 for c in cpus),
-                  recalibrations, note)
+                  recalibrations, note, tuple(refs))
 
 
 def time_count(run: Runner, count: int, *, rounds: int = 3,
                clock: Callable[[], int] | None = None,
-               cpu_clock: Callable[[], int] | None = None) -> Timing:
+               cpu_clock: Callable[[], int] | None = None,
+               between: Callable[[], float] | None = None) -> Timing:
     """Time ``rounds`` rounds of exactly ``count`` iterations each (``run(count)`` per
     round), without calibrating: ``--qcrypto-count``.
 
-    Clocks as in :func:`time_runner`.  A round under :data:`MIN_FIXED_ROUND_S` seconds
+    Clocks and ``between`` as in :func:`time_runner`.  A round under :data:`MIN_FIXED_ROUND_S` seconds
     gets a note (:func:`fixed_count_note`).  Raises ``ValueError`` for a ``count`` outside
     1 to :data:`MAX_COUNT` or ``rounds`` outside 1 to
     :data:`~pytest_qcrypto.algorithms.settings.MAX_ROUNDS`, and :class:`TimerError` when a round is not
@@ -341,10 +352,11 @@ def time_count(run: Runner, count: int, *, rounds: int = 3,
     problem = settings.count_problem(count) or settings.rounds_problem(rounds)
     if problem:
         raise ValueError(problem)
+    refs: list[float] = []
     walls, cpus = _rounds(run, count, rounds, clock or time.perf_counter_ns,
-                          cpu_clock or time.process_time_ns)
+                          cpu_clock or time.process_time_ns, between=between, refs=refs)
     return Timing(count, tuple(w / 1e9 for w in walls), tuple(c / 1e9 for c in cpus),
-                  note=fixed_count_note(walls))
+                  note=fixed_count_note(walls), reference_s=tuple(refs))
 
 
 def fixed_count_note(walls_ns: Sequence[float], option: str = "--qcrypto-count") -> str:
@@ -364,14 +376,18 @@ def fixed_count_note(walls_ns: Sequence[float], option: str = "--qcrypto-count")
 
 def _rounds(run: Runner, count: int, rounds: int, clock: Callable[[], int],
             cpu_clock: Callable[[], int], walls: list[int] | None = None,
-            cpus: list[int] | None = None) -> tuple[list[int], list[int]]:
+            cpus: list[int] | None = None, between: Callable[[], float] | None = None,
+            refs: list[float] | None = None) -> tuple[list[int], list[int]]:
     """Time ``rounds`` more rounds of ``count`` operations after ``walls`` and ``cpus``
-    (nanoseconds); :class:`TimerError` when a round is not positive."""
+    (nanoseconds), appending ``between()`` after each to ``refs``; :class:`TimerError`
+    when a round is not positive."""
     walls, cpus = list(walls or []), list(cpus or [])
     for _ in range(rounds):
         t0, t1, cpu = timed(run, count, clock, cpu_clock)
         walls.append(t1 - t0)
         cpus.append(cpu)
+        if between is not None and refs is not None:
+            refs.append(between())
     if min(walls) <= 0:
         raise TimerError(f"the timer went backwards or stood still during a round: {walls} ns")
     return walls, cpus

@@ -221,7 +221,7 @@ def time_jobs(run: Runner, jobs: int, *, min_time: float = 0.1, rounds: int = 3,
     while True:
         # A round takes about the calibration run when every worker has a CPU, jobs
         # times longer when they all share one; allow that and more before giving up.
-        timeout_s = 30.0 + 10 * jobs * round_s
+        timeout_s = workers_timeout(jobs, round_s)
         workers = (start or fork_workers)(run, jobs, count, rounds, timeout_s, clocks)
         walls = [r.end_ns - r.start_ns for w in workers for r in w]
         shortest = min(walls, default=0)
@@ -239,6 +239,17 @@ def time_jobs(run: Runner, jobs: int, *, min_time: float = 0.1, rounds: int = 3,
                       note)
 
 
+#: The longest the workers are waited for, seconds (a day, as --qcrypto-timeout's limit).
+MAX_WAIT_S = 86400.0
+
+
+def workers_timeout(jobs: int, round_s: float) -> float:
+    """Seconds to wait for ``jobs`` workers whose round takes about ``round_s`` seconds with
+    a CPU each (jobs times longer when they share one, and more), at most :data:`MAX_WAIT_S`:
+    a huge count must not overflow the waits' timeouts."""
+    return min(MAX_WAIT_S, 30.0 + 10 * jobs * round_s)
+
+
 def _fixed_jobs(run: Runner, jobs: int, count: int, rounds: int, start: Starter,
                 clocks: Clocks) -> JobsTiming:
     """:func:`time_jobs` with a fixed ``count``: one set of rounds, no calibration.
@@ -250,7 +261,7 @@ def _fixed_jobs(run: Runner, jobs: int, count: int, rounds: int, start: Starter,
     if problem:
         raise ValueError(problem)
     t0, t1, _ = harness.timed(run, 1, *clocks)
-    timeout_s = 30.0 + 10 * jobs * max(t1 - t0, 0) / 1e9 * count
+    timeout_s = workers_timeout(jobs, max(t1 - t0, 0) / 1e9 * count)
     workers = start(run, jobs, count, rounds, timeout_s, clocks)
     note = harness.fixed_count_note([r.end_ns - r.start_ns for w in workers for r in w])
     total, windows, cpus = aggregate(workers)

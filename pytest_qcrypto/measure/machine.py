@@ -98,23 +98,37 @@ def capture(root: Path = _CPU_SYS) -> MachineState:
     return MachineState(load, len(cpus), governors, driver, _turbo(root))
 
 
+#: The cpufreq governors that hold the clock rate: the highest, or one the user set.
+FIXED_GOVERNORS = frozenset({"performance", "userspace"})
+
+
 def state_warnings(state: MachineState, jobs: int = 1) -> list[str]:
     """Why ``state`` makes the figures of a ``jobs``-process run unreliable (empty: it does not).
 
-    Warns for a ``powersave`` governor (the clock rate follows the load, so
-    short rounds run slower), and for a 1-minute load average above the CPUs
-    the run leaves idle (``cpus - jobs``, at least :data:`LOAD_TOLERANCE`).
+    Warns for any cpufreq governor but ``performance`` and ``userspace`` (a fixed frequency):
+    ``powersave``, ``schedutil``, ``ondemand``, ``conservative`` make the clock rate follow
+    the load, so short rounds run slower; the line names the governor and the driver.  And
+    for a 1-minute load average above the CPUs the run leaves idle (``cpus - jobs``, at
+    least :data:`LOAD_TOLERANCE`).
     """
     out = []
-    if state.governors and "powersave" in state.governors:
-        out.append("the CPU frequency governor is powersave: the clock rate follows the load; "
-                   "set it to performance for stable figures")
+    moving = [g for g in state.governors or () if g not in FIXED_GOVERNORS]
+    if moving:
+        driver = f" (driver {state.driver})" if state.driver else ""
+        out.append(f"the CPU frequency governor is {', '.join(moving)}{driver}: the clock rate "
+                   "follows the load; set it to performance for stable figures")
     idle = max(state.cpus - jobs, 0)
     if state.load is not None and state.load[0] > max(idle, LOAD_TOLERANCE):
         out.append(f"load average {state.load[0]:.2f} is above the {idle} idle CPU"
                    f"{'' if idle == 1 else 's'} this run leaves ({state.cpus} CPUs, {jobs} "
                    f"job{'' if jobs == 1 else 's'}): other work competes with the measurement")
     return out
+
+
+def cpu_clock_too_coarse(cpu_s: Sequence[float]) -> bool:
+    """A round read 0 s of CPU time: the CPU-time clock is too coarse to time a round (a
+    round always spends some), so its CPU time and its wait for a CPU are unknown."""
+    return any(c <= 0 for c in cpu_s)
 
 
 def noise(m: Measurement) -> list[str]:
@@ -129,7 +143,8 @@ def noise(m: Measurement) -> list[str]:
         out.append(f"rounds spread {(m.spread - 1) * 100:.0f}% "
                    f"({min(m.rounds_s):.3g} to {max(m.rounds_s):.3g} s)")
     capacity = m.median_s * m.jobs
-    if m.cpu_s and capacity > 0 and m.median_cpu_s < capacity * MIN_CPU_SHARE:
+    if (m.cpu_s and capacity > 0 and m.median_cpu_s < capacity * MIN_CPU_SHARE
+            and not cpu_clock_too_coarse(m.cpu_s)):  # (its own note: summary_lines)
         where = ("the work ran off the CPU (hardware)" if m.hardware
                  else "the machine was busy, or the work ran off the CPU")
         out.append(f"CPU time {m.median_cpu_s / capacity * 100:.0f}% of wall time: {where}")
@@ -149,6 +164,11 @@ def summary_lines(state: MachineState | None, measurements: Sequence[Measurement
         lines.append(f"noisy figures (median round shown; {len(noisy)} of {len(measurements)}):")
         lines.extend(f"  {m.algorithm} {m.plugin} {cell_name(m)}: {'; '.join(why)}"
                      for m, why in noisy)
+    coarse = sum(cpu_clock_too_coarse(m.cpu_s) for m in measurements)
+    if coarse:
+        lines.append(f"CPU-time clock too coarse: it read 0 s for a round in {coarse} of "
+                     f"{len(measurements)} cells; their CPU time is unknown, so no wait for a "
+                     "CPU is taken out of them")
     if state is not None:
         if verbose:
             load = " ".join(f"{x:.2f}" for x in state.load) if state.load else "unknown"

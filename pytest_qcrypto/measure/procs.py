@@ -24,7 +24,7 @@ import os
 import signal
 import sys
 import time
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from contextlib import contextmanager
 from typing import Any
 
@@ -175,3 +175,67 @@ def stop(children: Sequence[Any], grace: float, reap_wait: float = REAP_WAIT) ->
                 proc.join(max(0.0, ends - time.monotonic()))
                 if proc.exitcode is not None:
                     proc.close()  # its sentinel descriptor
+
+
+# -- process trees (Linux /proc; elsewhere nothing is found) -------------------------------
+
+
+def _stat(pid: int) -> tuple[int, str] | None:
+    """``(parent pid, start time)`` of ``pid`` from ``/proc/PID/stat``; None when it is gone
+    (or a zombie: it has ended) or there is no /proc."""
+    try:
+        with open(f"/proc/{pid}/stat", "rb") as f:
+            text = f.read(4096).decode("ascii", "replace")
+        fields = text[text.rindex(")") + 2:].split()
+        return None if fields[0] in ("Z", "X") else (int(fields[1]), fields[19])
+    except (OSError, ValueError, IndexError):
+        return None
+
+
+def children(pid: int | None = None) -> set[int]:
+    """The live child processes of ``pid`` (default: this process)."""
+    parent = os.getpid() if pid is None else pid
+    try:
+        pids = [int(n) for n in os.listdir("/proc") if n.isdigit()]
+    except OSError:
+        return set()
+    return {p for p in pids if (st := _stat(p)) is not None and st[0] == parent}
+
+
+def tree(roots: Iterable[int]) -> dict[int, str]:
+    """``roots`` and all their live descendants: pid -> start time (which tells a pid that
+    was used again apart)."""
+    found: dict[int, str] = {}
+    todo = list(roots)
+    while todo:
+        pid = todo.pop()
+        st = _stat(pid)
+        if st is None or pid in found:
+            continue
+        found[pid] = st[1]
+        todo.extend(children(pid))
+    return found
+
+
+def kill_tree(found: dict[int, str], reap_wait: float = REAP_WAIT) -> None:
+    """``SIGKILL`` every process of ``found`` (:func:`tree`) that still runs, and wait up to
+    ``reap_wait`` seconds for them to die, reaping this process's children (init reaps the
+    others)."""
+    for pid, started in found.items():
+        st = _stat(pid)
+        if st is not None and st[1] == started:
+            try:
+                os.kill(pid, signal.SIGKILL)
+            except OSError:
+                pass
+    ends = time.monotonic() + reap_wait
+    for pid, started in found.items():
+        while time.monotonic() < ends:
+            try:
+                if os.waitpid(pid, os.WNOHANG)[0]:
+                    break
+            except ChildProcessError:  # not ours: dead once /proc says so
+                st = _stat(pid)
+                if st is None or st[1] != started:
+                    break
+            time.sleep(0.02)

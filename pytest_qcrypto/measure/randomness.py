@@ -7,6 +7,7 @@ from __future__ import annotations
 import os
 import random
 
+from pytest_qcrypto.algorithms import settings
 from pytest_qcrypto.algorithms.catalog import Algorithm
 
 
@@ -14,6 +15,11 @@ class Randomness:
     """Keys, IVs, nonces and data for a run: ``os.urandom``, or seeded (reproducible)."""
 
     def __init__(self, seed: int | None = None) -> None:
+        """``seed``: None (``os.urandom``) or a whole number in ``settings.SEED_RANGE``,
+        through the one parser (``SettingsError``, a ``ValueError``, for ``"abc"``, 1.5,
+        True or 2**10000)."""
+        if seed is not None:
+            seed = settings.parse_seed(seed, "seed")
         self.seed = seed
         self._rng = random.Random(seed) if seed is not None else None
 

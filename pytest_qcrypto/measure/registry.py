@@ -13,7 +13,7 @@ kept for display; :class:`Selection` carries both.
 from __future__ import annotations
 
 import difflib
-from collections.abc import Iterable
+from collections.abc import Collection, Iterable
 from dataclasses import dataclass
 from functools import cache, cached_property
 
@@ -261,11 +261,26 @@ def list_plugins(registry: Registry) -> list[str]:
     return lines
 
 
-def peers_of(registry: Registry, selection: Selection,
-             alg: catalog.Algorithm) -> list[tuple[str, pkey_bench.Opener]]:
-    """The other registered plugins, available and with ``alg``, whether or not the run chose
-    them: the cross-plugin checks of a size-less algorithm (``pkey_bench.check``).  Each is
-    (name, a function that opens its context of an algorithm with a fresh key pair)."""
+#: The reference plugin shipped with the package: every size-less cell's cross-plugin checks
+#: include it, whether the run chose it or not.
+REFERENCE_PLUGIN = "openssl"
+
+
+def is_reference(plugin: object) -> bool:
+    """Whether ``plugin`` is :data:`REFERENCE_PLUGIN` as shipped with this package (a plugin
+    of that name from a conftest or another package is not)."""
+    return (getattr(plugin, "name", None) == REFERENCE_PLUGIN
+            and type(plugin).__module__.startswith("pytest_qcrypto."))
+
+
+def peers_of(registry: Registry, selection: Selection, alg: catalog.Algorithm,
+             asked: Collection[object] | None = None) -> list[tuple[str, pkey_bench.Opener]]:
+    """The other plugins, available and with ``alg``, that the cross-plugin checks of a
+    size-less algorithm cross with (``pkey_bench.check``): those the run asked for
+    (``asked``, the plugin objects; None: every registered one) and the reference plugin
+    shipped with the package (:data:`REFERENCE_PLUGIN`), never a plugin nobody asked for.
+    Each is (name, a function that opens its context of an algorithm with a fresh key pair)."""
     return [(p.name, lambda a, p=p: p.open(a, b"", None)) for p in registry.plugins
             if p is not selection.plugin and registry.unavailable(p) is None
+            and (asked is None or any(p is q for q in asked) or is_reference(p))
             and pkey_bench.listed_as(alg) in registry.supported(p)]

@@ -251,7 +251,9 @@ def csv_lines(tables: Sequence[Table], unit: str = DEFAULT_UNIT) -> list[str]:
                 shown = unit_of(t, unit)
                 row: list[object] = [t.algorithm, t.direction or s, p, s if t.sized else 0, shown]
                 if m is not None:
-                    row += [f"{UNITS[shown].of(m):.2f}", m.count, f"{m.median_s:.9f}", "ok", ""]
+                    failed = cell is not None and cell.status == FAILED  # its test, after
+                    row += [f"{UNITS[shown].of(m):.2f}", m.count, f"{m.median_s:.9f}",
+                            FAILED if failed else "ok", cell.reason if failed else ""]
                 else:
                     row += ["", "", "", status, reason]
                 row.append(m.jobs if m is not None else jobs)

@@ -105,6 +105,11 @@ class Output:
         object.__setattr__(self, "plots", tuple(self.plots or ()))
 
 
+def unit_choices() -> list[str]:
+    """The units ``--qcrypto-unit`` accepts: a counted table's units are not chosen."""
+    return [u for u in UNITS if u not in COUNTED_UNITS]
+
+
 def parse_output(unit: str | None = None, fmt: str | None = None,
                  plot: str | Sequence[str] | None = None, bare: bool = False,
                  plotter: Plotter | None = None) -> Output:
@@ -113,7 +118,7 @@ def parse_output(unit: str | None = None, fmt: str | None = None,
     ``plot`` is one path or several (each checked: its suffix, then by
     ``plotter.check`` when given; one file given twice is written once).
     """
-    choices = [u for u in UNITS if u not in COUNTED_UNITS]  # counted: not a choice
+    choices = unit_choices()
     if unit is not None and unit not in choices:
         same = [u for u in choices if u.lower() == unit.lower()]
         hint = (f"; units are case-sensitive (k = 1000, Ki = 1024, b = bit): "

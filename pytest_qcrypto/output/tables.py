@@ -248,8 +248,9 @@ def cell_text(cell: Cell | None, unit: str = "KiB/s") -> str:
     """A cell in ``unit`` with two decimals, or its marker."""
     if cell is None:
         return MARKERS[SKIPPED]
-    if cell.measurement is not None:
-        return f"{UNITS[unit].of(cell.measurement):.2f}"
+    if cell.measurement is not None:  # (a test that failed after measuring: marked so)
+        return f"{UNITS[unit].of(cell.measurement):.2f}" + (
+            f" ({FAILED})" if cell.status == FAILED else "")
     return MARKERS.get(cell.status, "?")
 
 
@@ -282,6 +283,11 @@ def notes(table: Table) -> list[str]:
         for s in table.columns:
             cell = table.cells.get((p, s))
             status = cell.status if cell is not None and cell.measurement is None else ""
+            if cell is not None and cell.measurement is not None and cell.status == FAILED:
+                out.append(f"  {MARKERS[FAILED]} {p} ({where_in(table, [str(s)])}) "
+                           f"{cell.reason} (its figure is kept, saved with the outcome, never "
+                           "used as a baseline)")
+                continue
             if cell is None:
                 status, reason = status_reason(cell, table)
             elif status:

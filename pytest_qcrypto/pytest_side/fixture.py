@@ -245,8 +245,11 @@ class QcryptoFixture:
                  options: MeasureOptions | None = None,
                  interrupted: Callable[[], bool] = lambda: False, *,
                  criteria: CriteriaOf | None = None, meter: WaitMeter | None = None,
-                 targets: Any = None) -> None:
+                 targets: Any = None, asked: Callable[[], list[Any]] | None = None) -> None:
         self._registry = registry
+        #: the crypto plugins the run chose (None: any): a size-less cell's checks cross with
+        #: these and the reference plugin only (``registry.peers_of``)
+        self._asked = asked
         #: ``--qcrypto-target``'s plugin (pytest_qcrypto.pytest_side.targets): opens ``PLUGIN@NAME``
         self._targets = targets
         self._record = record
@@ -301,8 +304,14 @@ class QcryptoFixture:
         except Exception as exc:  # a plugin bug fails this item, the run goes on
             _open_failed(f"{plugin} {alg.name}", exc)
         if not alg.rules.sized:  # its checks cross with the other plugins that have it
-            ctx.peers = lambda: peers_of(registry, selection, alg)
+            ctx.peers = lambda: peers_of(registry, selection, alg, self._asked_plugins())
         return self._opened(ctx)
+
+    def _asked_plugins(self) -> list[Any] | None:
+        try:
+            return self._asked() if self._asked is not None else None
+        except Exception:  # no plugin chosen nor available: the reference plugin only
+            return []
 
     def _opened(self, ctx: Any) -> MeasuredContext:
         measured = MeasuredContext(ctx, self._record, self.options, self._criteria, self._meter)

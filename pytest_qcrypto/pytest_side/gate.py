@@ -23,7 +23,7 @@ import pytest
 
 from pytest_qcrypto.algorithms import callable_names
 from pytest_qcrypto.gate import compare, verdicts as gate, stats as gate_stats
-from pytest_qcrypto.results import store as results
+from pytest_qcrypto.results import lock as save_lock, store as results
 from pytest_qcrypto.algorithms import settings
 from pytest_qcrypto.gate.compare import Baselines
 from pytest_qcrypto.gate.verdicts import GateRules, Rule, Verdict
@@ -51,6 +51,8 @@ class GateOptions:
     save_path: Path | None = None
     baseline: ResultsFile | None = None
     baseline_files: list[ResultsFile] = field(default_factory=list)
+    #: the lock of ``save_path``, held from the start of the run until it is saved
+    save_lock: save_lock.SaveLock | None = None
 
 
 # -- the options ----------------------------------------------------------------------------
@@ -112,8 +114,13 @@ def read_rules(config: pytest.Config) -> GateRules:
         confirm, where = ini("qcrypto_confirm"), _ini_where(config, "qcrypto_confirm")
     if confirm is not None:
         rules.confirm = parse_whole(confirm, where, 0, gate.MAX_CONFIRM)
+    pause, where = opt("qcrypto_confirm_pause"), "--qcrypto-confirm-pause"
+    if pause is None and ini("qcrypto_confirm_pause"):
+        pause, where = ini("qcrypto_confirm_pause"), _ini_where(config, "qcrypto_confirm_pause")
+    if pause is not None:
+        rules.confirm_pause = gate.parse_pause(pause, where)
     rules.compare_only = [f"--{n.replace('_', '-')}" for n in (
-        "qcrypto_threshold", "qcrypto_confirm", "qcrypto_allow_missing",
+        "qcrypto_threshold", "qcrypto_confirm", "qcrypto_confirm_pause", "qcrypto_allow_missing",
         "qcrypto_require_same_machine", "qcrypto_max_speedup", "qcrypto_strict")
         if opt(n) not in (None, False)]
     speedup, where = opt("qcrypto_max_speedup"), "--qcrypto-max-speedup"
@@ -152,12 +159,28 @@ def read_options(config: pytest.Config, canonical: Callable[[str], str]) -> Gate
         if problem:
             raise SettingsError(f"--qcrypto-save: cannot write {save}: {problem}")
     out.rules = read_rules(config)
+    if save and out.save_path is not None:
+        for typed in baselines:
+            if _same_file(out.save_path, config.invocation_params.dir / typed):
+                raise SettingsError(
+                    f"--qcrypto-save {save} is the baseline given to --qcrypto-compare: it "
+                    "would be replaced by this run's figures, even if they fail the gate; save "
+                    "elsewhere (--qcrypto-save=new.json) and replace the baseline after a "
+                    "passing run")
     if baselines:
         # several files (one per sharded job) are joined; one cell of a test in two is refused
         out.baseline_files = [load_baseline(config.invocation_params.dir / typed, typed,
                                             canonical) for typed in baselines]
         out.baseline = compare.join(out.baseline_files, baselines).file
     return out
+
+
+def _same_file(a: Path, b: Path) -> bool:
+    """``a`` and ``b`` name one file (also through a symbolic link or ``./``)."""
+    try:
+        return os.path.samefile(a, b)
+    except OSError:  # one does not exist (yet)
+        return os.path.realpath(a) == os.path.realpath(b)
 
 
 def wanted(config: pytest.Config, options: GateOptions) -> bool:
@@ -240,6 +263,11 @@ class GatePlugin:
         self.names = names
         self.interrupts = interrupts
         self._run_state = run_state
+        if options.save_path is not None and not hasattr(config, "workerinput"):
+            try:  # held until saved (the controller saves under pytest-xdist)
+                options.save_lock = save_lock.acquire(options.save_path)
+            except (save_lock.LockBusy, OSError) as exc:
+                raise pytest.UsageError(f"--qcrypto-save: {exc}") from None
         self.baseline = (Baselines(options.baseline_files or [options.baseline])
                          if options.baseline is not None else None)
         #: the line of a comparison that judged nothing (it fails the run), once known
@@ -331,6 +359,11 @@ class GatePlugin:
                                   self._run_state)
         finally:
             self.interrupts.release()
+            self.pytest_unconfigure()
+
+    def pytest_unconfigure(self) -> None:
+        if self.options.save_lock is not None:
+            self.options.save_lock.release()
 
     def after_table(self, table: Table) -> Changes | None:
         """Under a results table: the change against the baseline per cell (compare mode)."""
@@ -361,7 +394,9 @@ class GatePlugin:
                 pytest.ExitCode.USAGE_ERROR):
             return
         if self.baseline.seen:
-            line = compare.none_judged(self.ledger.verdicts())
+            line = (compare.none_judged(self.ledger.verdicts())
+                    or compare.all_missing(self.ledger.verdicts(), self.ledger.gone,
+                                           self.rules.allow_missing))
         else:
             xdist = getattr(self.config.option, "numprocesses", None)
             why = ("benchmarks are not measured under pytest-xdist: run them with -n 0"

@@ -10,7 +10,7 @@ A cell without a figure is a skipped or failed marker with its reason.
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 import pytest
 
@@ -31,6 +31,8 @@ class Record:
     measurement: Measurement
     verdict: Verdict | None = None
     test: str | None = None
+    #: ``failed``: its test failed or errored after measuring it (empty: it did not)
+    outcome: str = ""
 
     @property
     def key(self) -> CellKey:
@@ -46,8 +48,10 @@ class Record:
         """The saved form: the kept try, every try's figure and its wait for a CPU."""
         v = self.verdict
         if v is None:
-            return Result.from_measurement(self.measurement, self.test)
-        return Result.from_measurement(v.measurement, self.test, v.tries, v.wait, v.record)
+            result = Result.from_measurement(self.measurement, self.test)
+        else:
+            result = Result.from_measurement(v.measurement, self.test, v.tries, v.wait, v.record)
+        return replace(result, outcome=self.outcome)
 
 
 class Ledger:
@@ -78,13 +82,32 @@ class Ledger:
             return
         self.cells[key] = Cell(None, status, reason)
 
-    def mark_report(self, case: Case, report: pytest.TestReport) -> None:
-        """The cell of a skipped or failed matrix or marker item, with the report's reason."""
-        alg = callable_names.lookup(case.algorithm)  # a catalog algorithm or a callable
-        if alg is not None:
+    def mark_report(self, case: Case | None, report: pytest.TestReport, test: str) -> None:
+        """The cell of a skipped or failed matrix or marker item, with the report's reason;
+        the cells test ``test`` measured before it failed (:meth:`failed_after`)."""
+        if report.failed:
+            crash = getattr(getattr(report.longrepr, "reprcrash", None), "message", "")
+            first = str(crash).strip().splitlines()[0] if str(crash).strip() else ""
+            self.failed_after(test, first[:160] or _reason(report))
+        alg = callable_names.lookup(case.algorithm) if case is not None else None
+        if case is not None and alg is not None:
             direction = case.operation or alg.direction(case.decrypt, case.roundtrip)
             self.mark((alg.name, case.plugin, case.size, direction),
                       SKIPPED if report.skipped else FAILED, _reason(report))
+
+    def failed_after(self, test: str, reason: str) -> None:
+        """Test ``test`` failed or errored after measuring: its records are saved with the
+        outcome ``failed``, and its cells keep their figure marked failed (those the gate
+        failed say so in its change grid and summary instead)."""
+        for i, r in enumerate(self.records):
+            if r.test != test or r.outcome:
+                continue
+            self.records[i] = replace(r, outcome="failed")
+            cell = self.cells.get(r.key)
+            gate_failed = r.verdict is not None and r.verdict.failed
+            if cell is not None and cell.measurement is r.measurement and not gate_failed:
+                self.cells[r.key] = Cell(r.measurement, FAILED, f"failed after measuring: "
+                                         f"{reason}")
 
     def _touch(self, plugin: str) -> None:
         if plugin not in self.plugin_order:

@@ -15,11 +15,12 @@ from __future__ import annotations
 from collections.abc import Generator, Iterator
 from itertools import product
 from types import TracebackType
+from dataclasses import dataclass
 from typing import Any, Protocol
 
 import pytest
 
-from pytest_qcrypto.measure import callables
+from pytest_qcrypto.measure import callables, memory
 from pytest_qcrypto.algorithms import catalog, settings
 from pytest_qcrypto.measure.bench import Case
 from pytest_qcrypto.algorithms.catalog import Algorithm
@@ -70,6 +71,23 @@ def _as_list(value: Any) -> list[Any]:
     return list(value)
 
 
+def _marker_sizes(run: Run, sizes: Any) -> tuple[int, ...]:
+    """A marker's ``sizes`` (None: the run's); ``sizes=[]`` is refused, not the default."""
+    if sizes is None:
+        return run.settings.sizes
+    if not _as_list(sizes):
+        raise SettingsError("sizes=[]: give at least one size, or leave sizes out for the "
+                            "run's sizes")
+    return settings.parse_sizes([_size_text(s) for s in _as_list(sizes)], "sizes")
+
+
+@dataclass(frozen=True)
+class BadMarker:
+    """The one case of a test whose marker cannot be read: the test fails with ``why``."""
+
+    why: str
+
+
 def _supported(run: Run) -> set[str]:
     return set().union(*(run.registry.supported(s.plugin) for s in run.selections))
 
@@ -112,6 +130,11 @@ def check_all(run: Run) -> None:
     three) asks for everything the plugins support, like ``openssl speed``: one
     algorithm of any of their kinds will do.
     """
+    if not run.config.getoption("qcrypto_target"):  # a target checks its own memory
+        copies = getattr(run, "jobs", 1) * getattr(run, "threads", 1)
+        for alg in run.settings.algorithms:
+            if why := memory.problem(alg, copies):
+                raise SettingsError(f"--qcrypto-{alg.rules.option}: {why}")
     opt = run.config.getoption
     asked = [(f"--qcrypto-{o} {settings.ALL}", kinds) for o, kinds in SELECTION
              if settings.ALL in (t.lower() for t in settings.split_list(opt(f"qcrypto_{o}")))]
@@ -158,9 +181,7 @@ def marker_cases(run: Run, marker: pytest.Mark) -> list[Case]:
         raise SettingsError("give at least one algorithm")
     typed = settings.split_list(_as_list(kwargs.pop("plugins", None)))
     selections = [run.registry.resolve(t) for t in typed] or run.selections
-    sizes = kwargs.pop("sizes", None)
-    sizes_t = (settings.parse_sizes([_size_text(s) for s in _as_list(sizes)], "sizes")
-               if sizes is not None else run.settings.sizes)
+    sizes_t = _marker_sizes(run, kwargs.pop("sizes", None))
     settings.check_sizes(algorithms, sizes_t)
     decrypt = bool(kwargs.pop("decrypt", False))
     roundtrip = bool(kwargs.pop("roundtrip", False))
@@ -180,9 +201,7 @@ def _callable_cases(run: Run, kwargs: dict[str, Any], args: list[Any]) -> list[C
     problem = callables.callable_problem(fn, name, check)
     if problem:
         raise SettingsError(f"callable=: {problem}")
-    sizes = kwargs.pop("sizes", None)
-    sizes_t = (settings.parse_sizes([_size_text(s) for s in _as_list(sizes)], "sizes")
-               if sizes is not None else run.settings.sizes)
+    sizes_t = _marker_sizes(run, kwargs.pop("sizes", None))
     if "floor" in kwargs:
         marker_floors(kwargs.pop("floor"), "floor")
     if args or kwargs:
@@ -212,10 +231,19 @@ class Matrix:
             return
         try:
             found = marker_cases(self.run, marker)
-        except (SettingsError, RegistryError, TypeError) as exc:
-            raise pytest.Collector.CollectError(f"@pytest.mark.qcrypto: {exc}") from None
+        except (SettingsError, RegistryError, TypeError, ValueError) as exc:
+            # this test fails with the reason; the module's other tests still run
+            metafunc.parametrize("qcrypto_case", [BadMarker(str(exc))], ids=["bad-marker"])
+            return
         metafunc.parametrize("qcrypto_case", found,
                              ids=[f"{c.algorithm}-{c.id}" for c in found])
+
+    @pytest.hookimpl(tryfirst=True)
+    def pytest_runtest_setup(self, item: pytest.Item) -> None:
+        case = getattr(item, "callspec", None) and item.callspec.params.get("qcrypto_case")
+        if isinstance(case, BadMarker):
+            name = getattr(item, "originalname", item.name)
+            pytest.fail(f"{name}: @pytest.mark.qcrypto: {case.why}", pytrace=False)
 
 
 class SpeedMatrix(pytest.Collector):

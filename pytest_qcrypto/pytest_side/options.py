@@ -20,9 +20,6 @@ from __future__ import annotations
 
 import argparse
 import importlib
-import os
-import re
-import shlex
 from collections.abc import Callable
 from dataclasses import dataclass
 from types import ModuleType
@@ -114,11 +111,8 @@ def _choices(names: list[str] | tuple[str, ...], last: str = "or") -> str:
 
 
 def _unit_help() -> str:
-    units = [u for u in _render().UNITS if u not in _render().COUNTED_UNITS]
-    return (f"unit of the table cells: {', '.join(units)}. KiB and MiB are "
-            f"1024-based, kB and MB 1000-based. Default: {_render().DEFAULT_UNIT}. "
-            "Counted runs (--qcrypto-measure=instructions) are in instructions per byte "
-            "or per operation, always.")
+    return (f"unit of the table cells: {', '.join(_render().unit_choices())}. KiB and MiB are "
+            f"1024-based, kB and MB 1000-based. Default: {_render().DEFAULT_UNIT}.")
 
 
 def _format_help() -> str:
@@ -277,6 +271,13 @@ OPTIONS: tuple[Option, ...] = (
            help=lambda: "measure a regressed or below-floor cell up to N more times before "
                 f"failing it; the best try counts (default {_gate().DEFAULT_CONFIRM}).  Only with "
                 "--qcrypto-compare or a floor."),
+    Option("--qcrypto-confirm-pause", metavar="SECONDS", ini="qcrypto_confirm_pause",
+           parse=_reader("gate.rules", "parse_pause"),
+           ini_help="default --qcrypto-confirm-pause, seconds.",
+           help=lambda: "wait this long before each confirmation try, so that it samples "
+                "another phase of a shared machine's speed drift (default "
+                f"{_module('measure.reference').DEFAULT_PAUSE_S:g}; 0 to 60).  Only with "
+                "--qcrypto-compare."),
     Option("--qcrypto-allow-missing", action="store_true", default=False,
            ini="qcrypto_allow_missing", ini_type="bool",
            ini_help="like --qcrypto-allow-missing.",

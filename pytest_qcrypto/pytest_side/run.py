@@ -41,7 +41,6 @@ from pytest_qcrypto.algorithms.settings import Settings, SettingsError
 from pytest_qcrypto.output.tables import with_every_cell
 from pytest_qcrypto.measure import limits as qtimeout, threads
 
-#: The ini keys that take true or false (pytest's type="bool").
 BOOL_INI = options.BOOL_INI  # every true/false ini key of the option table
 MATRIX_NAME = "qcrypto-matrix"
 
@@ -328,8 +327,8 @@ class QcryptoRun(RunSettings):
         case = case_of(item)
         if self.gate is not None:
             self.gate.on_report(case, report)  # compare mode: a skipped baseline cell fails
-        if case is not None and not report.passed:
-            self.ledger.mark_report(case, report)  # a skipped or failed cell of the tables
+        if not report.passed:  # a skipped or failed cell; the cells of a test that failed
+            self.ledger.mark_report(case, report, item.nodeid)
         return report
 
     def tables(self) -> list[Any]:
@@ -413,4 +412,5 @@ class QcryptoRun(RunSettings):
         return QcryptoFixture(
             lambda: self.registry, lambda m, verdict: self.record(m, verdict, item), self.rng,
             options, interrupted=lambda: interrupts.seen is not None,
-            criteria=criteria, meter=self.meter, targets=self.targets)
+            criteria=criteria, meter=self.meter, targets=self.targets,
+            asked=lambda: [s.plugin for s in self.selections])  # the checks' peers

@@ -121,7 +121,7 @@ def start(config: pytest.Config, run: Any) -> Targets | None:
     if not run.target_options.targets:
         return None
     targets = Targets(run.target_options, lambda: run.registry, run.settings.seed,
-                      lambda: run.gate_options.rules)
+                      lambda: run.gate_options.rules, run.time_limits[0])
     config.pluginmanager.register(targets, "qcrypto-targets")
     run.names.remote = targets  # the results file's PLUGIN@NAME entries and targets
     return targets
@@ -180,12 +180,14 @@ class Targets:
     """The pytest plugin of the target options (registered as ``qcrypto-targets``)."""
 
     def __init__(self, options: TargetOptions, registry: Callable[[], Any],
-                 seed: int | None, rules: Callable[[], Any]) -> None:
+                 seed: int | None, rules: Callable[[], Any],
+                 timeout: float | None = None) -> None:
         self.options = options
         self.names = options.names
         specs = dict(options.targets)
         self.links: dict[str, Any] = {
-            n: LocalLink(registry()) if n == LOCAL else Link(n, specs[n]) for n in self.names}
+            n: LocalLink(registry()) if n == LOCAL else Link(n, specs[n], timeout)
+            for n in self.names}  # a gateway opens within --qcrypto-timeout
         self.seed = seed
         self._rules = rules
         self.ids = itertools.count(1)
@@ -197,9 +199,10 @@ class Targets:
 
     # -- measuring ---------------------------------------------------------------------
 
-    def _usable(self, link: Any, typed: str, alg: Any) -> str | None:
-        """Why ``typed`` (a plugin name there) cannot measure ``alg`` on ``link``, or None."""
-        link.connect()
+    def _usable(self, link: Any, typed: str, alg: Any, timeout: float | None) -> str | None:
+        """Why ``typed`` (a plugin name there) cannot measure ``alg`` on ``link``, or None
+        (its gateway opened within ``timeout``, --qcrypto-timeout)."""
+        link.connect(timeout)
         if link.problem:
             return f"target {link.name}: {link.problem}"
         plugins = link.hello()["plugins"]
@@ -227,7 +230,7 @@ class Targets:
         alg = bench.resolve_algorithm(algorithm)
         if link.gone:
             pytest.fail(f"{typed} {alg.name}: not measured: {link.gone}", pytrace=False)
-        why = self._usable(link, base, alg)
+        why = self._usable(link, base, alg, timeout)
         if why is not None:
             pytest.skip(why)
         if self.options.interleave:
@@ -250,7 +253,8 @@ class Targets:
             members: dict[str, pairs.OneRound] = {}
             opened: list[tuple[Any, int]] = []
             for name, link in self.links.items():
-                if link.gone or self._usable(link, rb.base, rb.algorithm) is not None:
+                if link.gone or self._usable(link, rb.base, rb.algorithm,
+                                             options.get("timeout")) is not None:
                     continue
                 ident = next(self.ids)
                 try:
@@ -369,6 +373,19 @@ class Targets:
 
         return (legend_lines(self, ledger) + ratio_lines(self)
                 + ab_lines(self, ledger))
+
+    def pytest_sessionfinish(self, session: pytest.Session) -> None:
+        """An A/B run (``--qcrypto-compare-target``) that judged no cell fails (exit 1), as a
+        compare against a stored baseline does: a gate never passes without judging."""
+        from pytest_qcrypto.targets.summary import ab_judged
+
+        run = session.config.pluginmanager.get_plugin("qcrypto-run")
+        if (self.options.compare is None or run is None
+                or hasattr(session.config, "workerinput")):
+            return
+        if not ab_judged(self, run.ledger) and session.exitstatus in (
+                pytest.ExitCode.OK, pytest.ExitCode.NO_TESTS_COLLECTED):
+            session.exitstatus = pytest.ExitCode.TESTS_FAILED
 
     @pytest.hookimpl(trylast=True)
     def pytest_terminal_summary(self, terminalreporter: Any) -> None:

@@ -19,6 +19,7 @@ from pytest_qcrypto import __version__
 from pytest_qcrypto.algorithms import catalog
 from pytest_qcrypto.measure import limits, registry
 from pytest_qcrypto.measure.harness import KIB, Measurement, WorkerRecord
+from pytest_qcrypto.measure.machine import cpu_clock_too_coarse
 
 FORMAT = "pytest-qcrypto results"
 #: The most operations a result may record per round: 2**53, the largest whole number a
@@ -73,9 +74,12 @@ def without_wait(rounds_s: Sequence[float], cpu_s: Sequence[float],
 
     ``share`` is the part of the time off the CPU that was a wait for a CPU held by other
     work: each round loses that share of its wall time beyond its CPU time; the rest (a
-    plugin sleeping, a device working) stays.  A round is at least its CPU time.
+    plugin sleeping, a device working) stays.  A round is at least its CPU time.  None too
+    when the CPU clock could not time a round (:func:`.machine.cpu_clock_too_coarse`): the
+    CPU time, and so the wait, is unknown.
     """
-    if not share or not rounds_s or len(cpu_s) != len(rounds_s):
+    if (not share or not rounds_s or len(cpu_s) != len(rounds_s)
+            or cpu_clock_too_coarse(cpu_s)):
         return None
     return [w - share * max(w - c, 0.0) for w, c in zip(rounds_s, cpu_s)]
 
@@ -108,6 +112,12 @@ class Result:
     #: ``--qcrypto-measure=instructions``: how many instructions one operation took and how
     #: they were counted (:func:`counted_record`); None: a timed result
     instructions: Mapping[str, Any] | None = None
+    #: CPU seconds of the reference workload timed right after each round (one per round of
+    #: ``rounds_s``; empty: a file saved before they were, judged by the clock alone)
+    reference_s: tuple[float, ...] = ()
+    #: the outcome of the test that measured it, when not passed (``failed``: it failed or
+    #: errored after measuring); such a result is never used as a baseline
+    outcome: str = ""
 
     @classmethod
     def from_measurement(cls, m: Measurement, test: str | None = None,
@@ -131,7 +141,8 @@ class Result:
                    cpu_wait_share=cpu_wait_share, workers=workers, iv=m.iv,
                    verdict=dict(verdict) if verdict else None, threads=m.threads,
                    one_thread_bytes_per_second=m.one_thread_bps if m.threads > 1 else None,
-                   instructions=counted_record(m.counted, m.size) if m.counted else None)
+                   instructions=counted_record(m.counted, m.size) if m.counted else None,
+                   reference_s=tuple(getattr(m, "reference_s", ())))
 
     @property
     def key(self) -> tuple[str, str, int, str]:
@@ -226,6 +237,8 @@ class Result:
             out["one_thread_bytes_per_second"] = self.one_thread_bytes_per_second
         if self.tries:
             out["tries"] = list(self.tries)
+        if self.reference_s:
+            out["reference_s"] = list(self.reference_s)
         if self.workers:
             out["workers"] = [w.to_json() for w in self.workers]
         if self.iv:
@@ -234,6 +247,8 @@ class Result:
             out["verdict"] = dict(self.verdict)
         if self.instructions is not None:
             out["instructions"] = dict(self.instructions)
+        if self.outcome:
+            out["outcome"] = self.outcome
         return out
 
     @property

@@ -38,6 +38,8 @@ dashboards read them) and only change with ``schema_version``::
 
 ``bytes_per_second`` is ``count * size`` over the median of ``rounds_s``
 (seconds of wall time per round): the figure a regression gate compares.
+:func:`load` recomputes it (and each worker's) from the rounds and refuses a
+stored figure that differs by more than rounding (``FIGURE_RTOL``, ``FIGURE_ATOL``).
 ``count`` is iterations: for ``direction`` ``roundtrip`` (else ``digest``, ``encrypt``,
 ``decrypt``, ``mac``) two operations each, so ``2 * count * size`` as cryptotest counts.
 ``iv`` (optional): the hex cipher IV or first AEAD nonce (never the key).
@@ -56,9 +58,14 @@ count times ``size`` over its median round.  The workers' counts add up to
 A cell appears once per ``test`` (two tests may measure the same cell; a
 test that measures it again replaces its entry): :func:`load` refuses a file
 that repeats (algorithm, canonical plugin, size, direction) for the same test.
+``reference_s`` (optional, one per round) are the CPU seconds of the reference workload
+timed right after each round (:mod:`pytest_qcrypto.measure.reference`); the gate judges
+rounds against them (:mod:`pytest_qcrypto.gate.drift`); a file without them loads and is
+judged by the clock alone.
 ``tries`` (optional) lists ``bytes_per_second`` of every try when the gate measured a
 cell again; ``verdict`` (optional) its decision against a baseline and its statistic
-(:meth:`.gate_stats.TestResult.record`).  ``machine_state`` (optional) is the load and
+(:meth:`.gate_stats.TestResult.record`).  ``outcome`` (optional): ``"failed"`` when
+the test that measured it failed or errored afterwards; never used as a baseline.  ``machine_state`` (optional) is the load and
 clock state when measuring started: it differs between identical runs (not fingerprint).
 
 Schema 1 is the figures-only form: ``schema_version``, optional ``machine``,
@@ -84,6 +91,7 @@ from __future__ import annotations
 
 import json
 import math
+import statistics
 from collections.abc import Callable, Mapping
 from dataclasses import replace
 from pathlib import Path
@@ -203,6 +211,9 @@ def _result(r: object, i: int, check: _Checker) -> Result:
         threads=g(r, "threads", w, "a whole number from 1", lambda v: _is_int(v) and v >= 1, 1),
         one_thread_bytes_per_second=g(r, "one_thread_bytes_per_second", w, "a positive number",
                                       lambda v: _is_number(v) and v > 0, None),
+        reference_s=tuple(g(r, "reference_s", w, "a list of seconds, one per round", cpu, [])),
+        outcome=g(r, "outcome", w, '"passed" or "failed"', lambda v: v in ("passed", "failed"),
+                  "").replace("passed", ""),
     )
     raw = g(r, "workers", w, "a list of objects",
             lambda v: isinstance(v, list) and all(isinstance(e, dict) for e in v), [])
@@ -213,14 +224,46 @@ def _result(r: object, i: int, check: _Checker) -> Result:
     if workers and sum(x.count for x in workers) != result.count:
         raise check.fail(f"{w}workers' counts add up to {sum(x.count for x in workers)}, "
                          f"not to count ({result.count})")
+    if result.reference_s and len(result.reference_s) != len(result.rounds_s):
+        raise check.fail(f"{w}reference_s has {len(result.reference_s)} entries, rounds_s "
+                         f"{len(result.rounds_s)}: one reference time follows each round")
     if result.count and not result.rounds_s:
         raise check.fail(f"{w}rounds_s is empty, but count is {result.count}: a result "
                          "records the seconds of each round it timed")
+    per_iteration = catalog.OPERATIONS_PER_ITERATION.get(result.direction, 1)
+    # every figure is the one its rounds give (as report and the current side compute it)
+    result = replace(result, bytes_per_second=_recomputed(
+        result.bytes_per_second, result.count * per_iteration, result.size, result.rounds_s,
+        f"{w}{figure}", check))
+    workers = tuple(replace(x, bytes_per_second=_recomputed(
+        x.bytes_per_second, x.count * per_iteration, result.size, x.rounds_s,
+        f"{w}workers[{k}].bytes_per_second", check)) for k, x in enumerate(workers))
     problem = result.wait_problem()
     if problem:
         raise check.fail(f"results[{i}]: {problem}")
     return replace(result, workers=workers,
                    instructions=counted.parse(r, w, result.size, check))
+
+
+#: How far a saved figure may be from the one its rounds give: rounding (a millionth, or
+#: half the last of the two decimals the tables show, in KiB/s or ops/s).
+FIGURE_RTOL, FIGURE_ATOL = 1e-6, 0.005
+
+
+def _recomputed(stored: float, operations: int, size: int, rounds_s: tuple[float, ...],
+                where: str, check: _Checker) -> float:
+    """The figure of ``operations`` of ``size`` bytes (0: size-less, per operation) over the
+    median of ``rounds_s``; ``stored`` when there are none (schema 1, figures only).  A
+    ``stored`` figure further from it than rounding is refused, naming ``where``."""
+    if not operations or not rounds_s:
+        return stored
+    figure = operations * (size or 1) / statistics.median(rounds_s)
+    if not math.isclose(stored, figure, rel_tol=FIGURE_RTOL,
+                        abs_tol=FIGURE_ATOL * (KIB if size else 1)):
+        raise check.fail(f"{where} is {stored:.6g}, but count and rounds_s give {figure:.6g} "
+                         "(the median round's); a saved figure must match its rounds: "
+                         "remeasure the cell")
+    return figure
 
 
 def _worker(e: Mapping[str, Any], where: str, check: _Checker) -> WorkerResult:

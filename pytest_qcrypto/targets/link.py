@@ -26,14 +26,15 @@ import threading
 from typing import Any
 
 import pytest_qcrypto
-from pytest_qcrypto.measure import isolate, jobs, limits
+from pytest_qcrypto.measure import isolate, jobs, limits, procs
 from pytest_qcrypto.targets import remote
 from pytest_qcrypto.backends.base import AuthenticationError, Unavailable, Unsupported
 from pytest_qcrypto.measure.harness import Measurement, TimerError
 from pytest_qcrypto.checks.known_answers import KnownAnswerError
 
 #: Seconds to open a gateway and get the first answer (ssh connecting, Python starting,
-#: the target probing its crypto plugins, each probe bounded by limits.QUERY_TIMEOUT).
+#: the target probing its crypto plugins, each probe bounded by limits.QUERY_TIMEOUT) when
+#: --qcrypto-timeout is off; else --qcrypto-timeout.
 OPEN_TIMEOUT = 60.0
 #: Seconds a target gets beyond a measurement's limit to send its own timeout answer.
 GRACE = limits.CLOSE_TIMEOUT
@@ -85,7 +86,7 @@ class LocalLink:
             self._hello = self.server.hello()
         return self._hello
 
-    def connect(self) -> None:
+    def connect(self, timeout: float | None = None) -> None:
         """Nothing to open here."""
 
     def open(self, ident: int, algorithm: str, plugin: str, seed: int | None, isolate: bool,
@@ -110,26 +111,34 @@ class LocalLink:
 class Link(LocalLink):
     """A target reached through an execnet gateway (``spec``: execnet's gateway spec)."""
 
-    def __init__(self, name: str, spec: str) -> None:
+    def __init__(self, name: str, spec: str, open_timeout: float | None = None) -> None:
         self.name, self.spec = name, spec
+        #: seconds to open the gateway (--qcrypto-timeout; None: :data:`OPEN_TIMEOUT`)
+        self.open_timeout = OPEN_TIMEOUT if open_timeout is None else open_timeout
         self.problem = None
         self.gone = None
         self._hello = None
         self._group: Any = None
         self._channel: Any = None
+        #: the processes the gateway started here (ssh, or the popen interpreter)
+        self._started: set[int] = set()
 
-    def connect(self) -> None:
-        """Open the gateway and say hello (once); sets :attr:`problem` when it cannot."""
+    def connect(self, timeout: float | None = None) -> None:
+        """Open the gateway and say hello (once), within ``timeout`` seconds (--qcrypto-timeout;
+        None: :attr:`open_timeout`); sets :attr:`problem` when it cannot."""
         if self._hello is not None or self.problem is not None:
             return
-        result: dict[str, Any] = {}
+        limit = self.open_timeout if timeout is None else timeout
+        result: dict[str, Any] = {"limit": limit}
+        before = procs.children()
         opener = threading.Thread(target=self._open, args=(result,), daemon=True,
                                   name=f"qcrypto-target-{self.name}")
         opener.start()
-        opener.join(OPEN_TIMEOUT)
+        opener.join(limit)
+        self._started = procs.children() - before
         if opener.is_alive():
-            self.problem = (f"no answer within {OPEN_TIMEOUT:g} s while opening the gateway "
-                            f"{self.spec}")
+            self.problem = (f"no answer within {limit:g} s (--qcrypto-timeout) while opening "
+                            f"the gateway {self.spec}; its processes were killed")
             self._terminate()
             return
         if "problem" in result:
@@ -157,7 +166,7 @@ class Link(LocalLink):
             gateway = self._group.makegateway(spec)
             self._channel = gateway.remote_exec(remote)
             self._channel.send({"op": "hello", "version": pytest_qcrypto.__version__})
-            result["hello"] = self._channel.receive(OPEN_TIMEOUT)
+            result["hello"] = self._channel.receive(result["limit"])
         except Exception as exc:  # any way a gateway can fail to open: said in one line
             text = " ".join(str(exc).split()) or "no reason given"
             if type(exc).__name__ == "HostNotFound":  # ssh exited: unreachable, or refused us
@@ -230,12 +239,15 @@ class Link(LocalLink):
                          limits.QUERY_TIMEOUT)["implementations"]
 
     def _terminate(self) -> None:
+        """Close the gateway; every process it started here, and theirs, is killed."""
         group, self._group = self._group, None
+        started = procs.tree(self._started)  # before they die: orphans lose their parent
         if group is not None:
             try:
                 group.terminate(timeout=1.0)
             except Exception:
                 pass  # already gone
+        procs.kill_tree(started)
 
     def shutdown(self) -> None:
         """Say goodbye and close the gateway (killed after a second if it does not exit)."""

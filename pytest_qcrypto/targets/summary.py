@@ -117,19 +117,26 @@ def ab_verdicts(targets: Any, ledger: Any) -> list[Any]:
             if "@" in plugin and plugin.rpartition("@")[2] != ref]
 
 
+def ab_judged(targets: Any, ledger: Any) -> list[Any]:
+    """The verdicts of the cells actually judged against the compare target."""
+    return [v for v in ab_verdicts(targets, ledger)
+            if v.baseline is not None and not v.not_judged]
+
+
 def ab_lines(targets: Any, ledger: Any) -> list[str]:
     """``qcrypto: A/B against @old: 4 cells judged, 1 regressed`` and each regression."""
     ref = targets.options.compare
     if ref is None:
         return []
     verdicts = ab_verdicts(targets, ledger)
-    judged = [v for v in verdicts if v.baseline is not None and not v.not_judged]
+    judged = ab_judged(targets, ledger)
     failed = [v for v in verdicts if v.failed]
     regressed = [v for v in judged if v.status == gate.REGRESSION]
     noise = [v for v in judged if v.status in (gate.NOISE, gate.BUSY)]
     if not judged:
         return [f"qcrypto: A/B against @{ref}: FAILED: no cell was judged (no other target "
-                f"measured a cell that @{ref} measured)"]
+                f"measured a cell that @{ref} measured); the gate never passes without "
+                "judging"]
     word = "FAILED" if failed else "passed"
     lines = [f"qcrypto: A/B against @{ref}: {word}: {catalog.plural(len(judged), 'cell')} "
              f"judged, {len(regressed)} regressed"

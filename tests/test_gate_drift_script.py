@@ -1,0 +1,37 @@
+"""benchmarks/gate_drift.py runs end to end (tiny mode) and writes its figures as JSON.
+
+False alarms, cannot-tells and detections are not asserted: they depend on the machine; the
+counts, the structure and that every cell of every compare got a verdict are.
+"""
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+SCRIPT = Path(__file__).resolve().parent.parent / "benchmarks" / "gate_drift.py"
+
+
+def test_tiny_run_prints_the_table_and_writes_json(tmp_path):
+    out = tmp_path / "drift.json"
+    done = subprocess.run([sys.executable, str(SCRIPT), "--tiny", "--json", str(out)],
+                          capture_output=True, text=True, timeout=600)
+    assert done.returncode == 0, done.stdout + done.stderr
+    text = done.stdout
+    assert "gate drift: 2 sizes, slowed sha256 at 16, 256 B by 20%, threshold 10%, 1 compares " \
+        "per neighbour condition, reference ratio" in text
+    assert "neighbour compares same code failed  cannot tell (cells)" in text
+    assert "targets met: " in text and "a tiny run: not worth quoting" in text
+    result = json.loads(out.read_text())
+    assert [r["condition"] for r in result["runs"]] == ["none", "spin", "memory"]
+    assert list(result["summary"]) == ["none", "spin", "memory"]
+    for run in result["runs"]:
+        # sha256 openssl, hashlib and slowed, aes-128-gcm openssl, at 16 and 256 B
+        assert len(run["verdicts"]) == 8, run["verdicts"]
+        assert all(v != "?" for v in run["verdicts"].values())
+        assert run["exit"] in (0, 1)
+    for c in result["summary"].values():
+        assert c["compares"] == 1 and c["cells"] == 8 and sorted(c["caught"]) == ["16", "256"]
+    assert [v["target"] for v in result["verdicts"]][:2] == [
+        "none: same code failed in at most 1 of 20 compares",
+        "none: cannot tell in fewer than half the cells"]
