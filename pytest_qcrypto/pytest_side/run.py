@@ -382,7 +382,7 @@ class QcryptoRun(RunSettings):
         notes = cost_model.summary_lines(self.ledger.measurements, explicit) \
             if explicit or verbose else []
         notes += machine.summary_lines(self.machine_state, self.ledger.measurements,
-                                      max(self.jobs, self.threads), verbose)
+                                      self.jobs, verbose, threads=self.threads)
         for line in ([""] if notes else []) + notes:
             terminalreporter.write_line(line)
         for line in ([""] if self.ledger.cells and gate_lines else []) + gate_lines:
