@@ -126,8 +126,8 @@ def _plot_help() -> str:
     suffixes = [s for s in _render().PLOT_SUFFIXES if s != ".html"]
     html = ", or a self-contained .html" if ".html" in _render().PLOT_SUFFIXES else ""
     return (f"also plot throughput against buffer size to PATH ({', '.join(suffixes)}{html}, "
-            "by its suffix; repeatable: every PATH is written); needs pip install "
-            "'pytest-qcrypto[plot]'.")
+            "by its suffix; repeatable: every PATH is written); needs matplotlib: pip "
+            "install matplotlib (or, from a clone, pip install '.[plot]').")
 
 
 def _timeout_help() -> str:
