@@ -298,6 +298,8 @@ OPTIONS: tuple[Option, ...] = (
     Option("--qcrypto-unit", metavar="UNIT", help=_unit_help),
     Option("--qcrypto-format", metavar="FORMAT", help=_format_help),
     Option("--qcrypto-plot", action="append", metavar="PATH", help=_plot_help),
+    Option("--qcrypto-output", metavar="PATH", help="write the tables, in the layout of "
+           "--qcrypto-format, to PATH (atomically) instead of the terminal; notes stay there."),
     Option("--qcrypto-model", action="store_true", default=False,
            help="under the tables, where the time goes: for each algorithm and plugin measured "
                 "at 3 or more sizes, its cost per call and per byte (a robust line fit), the "
