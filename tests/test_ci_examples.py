@@ -203,7 +203,7 @@ def test_the_github_example_saves_and_compares(tmp_path):
     shutil.copy(here / "qcrypto-baseline.json", here / "baseline" / "qcrypto-baseline.json")
     done = bash(step(GITHUB_EXAMPLE, "Compare with main"), here, env)
     assert done.returncode == 0, done.stdout + done.stderr
-    assert "Benchmark results for 'aes-256-gcm' cipher (KiB/s):" in done.stdout
+    assert "Benchmark results for 'aes-256-gcm' AEAD (KiB/s):" in done.stdout
     assert (here / "qcrypto-pr.json").exists() and (here / "qcrypto-junit.xml").exists()
 
 

@@ -116,6 +116,15 @@ def test_a_failed_cell_is_exit_1_and_shows_in_the_table(pytester):
     assert "FAILED" not in r.stdout.str()
 
 
+def test_speed_that_measured_nothing_is_exit_1_saying_why(pytester):
+    # issue 28: it exited 0, while cryptotest exits 1 when it measured nothing
+    r = qcrypto(pytester, "speed", "-K", "argon2id", "-P", "pycryptodome", *FAST)
+    assert r.ret == 1, r.stderr.str()
+    assert r.errlines[-1] == ("qcrypto speed: nothing was measured: pycryptodome does not "
+                              "support argon2id-m65536-t3-p4")
+    assert "'argon2id-m65536-t3-p4' KDF" in r.stdout.str()  # the table of skips, as before
+
+
 def test_nosuch_cipher_is_a_usage_error_naming_valid_ciphers(pytester):
     r = qcrypto(pytester, "speed", "-C", "nosuch")
     assert r.ret == 4

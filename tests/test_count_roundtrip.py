@@ -299,6 +299,20 @@ def test_table_headers_name_every_direction_but_the_default(direction, header):
         "Benchmark results for 'hmac-sha256' MAC (KiB/s):"
 
 
+def test_an_aead_table_is_titled_aead_as_qcrypto_list_groups_it():
+    # issue 28: the title word comes from KindRules.table_word (algorithms/kinds.py)
+    from pytest_qcrypto.algorithms import settings
+    for name in ("aes-128-gcm", "chacha20-poly1305"):
+        table = tables.assemble(name, "encrypt", [], {})
+        assert tables.header(table) == f"Benchmark results for '{name}' AEAD (KiB/s):"
+    assert tables.header(tables.assemble("aes-128-cbc", "decrypt", [], {})) == \
+        "Benchmark results for 'aes-128-cbc' cipher, decrypt (KiB/s):"
+    # --qcrypto-cipher still selects both, and its messages still say cipher
+    assert catalog.group_word(catalog.OPTION_GROUPS["cipher"]) == "cipher"
+    with pytest.raises(settings.SettingsError, match="aes-128-gcm is an AEAD: use --qcrypto-cipher"):
+        settings.parse_algorithms(["aes-128-gcm"], catalog.OPTION_GROUPS["digest"], "--qcrypto-digest")
+
+
 # -- the pytest side ---------------------------------------------------------------------------
 
 def test_roundtrip_with_a_fixed_count_is_measured_saved_and_shown(pytester):

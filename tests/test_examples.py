@@ -35,5 +35,5 @@ def test_own_tests_example(pytester, monkeypatch):
     r.stdout.fnmatch_lines([
         "*test_throughput_floor?sha256-openssl-64? PASSED*",
         "Benchmark results for 'sha256' digest (KiB/s):",
-        "Benchmark results for 'aes-128-gcm' cipher (KiB/s):",
+        "Benchmark results for 'aes-128-gcm' AEAD (KiB/s):",
     ])

@@ -67,6 +67,14 @@ def test_state_warnings(s, jobs, expected):
         assert want in text
 
 
+def test_a_threads_run_counts_threads_not_jobs():
+    # issue 28: "2 jobs" was printed for two threads
+    (found,) = machine.state_warnings(state(load=0.7), threads=2)
+    assert "(2 CPUs, 2 threads)" in found and "job" not in found
+    (line,) = machine.summary_lines(state(load=0.7), [], threads=2)
+    assert line.startswith("WARNING: figures may be unreliable:") and "2 threads" in line
+
+
 def measurement(rounds, cpu, **extra):
     return Measurement("sha256", "fake", 16, "digest", 100, rounds, cpu, **extra)
 

@@ -13,7 +13,7 @@ from pytest_qcrypto.measure.harness import Measurement
 from pytest_qcrypto.output.render import FAILED, Cell, Changes, Table
 from pytest_qcrypto.algorithms.settings import SettingsError
 
-pytest.importorskip("matplotlib", reason="the plot extra: pip install 'pytest-qcrypto[plot]'")
+pytest.importorskip("matplotlib", reason="the plot extra: pip install matplotlib")
 
 SVG = "{http://www.w3.org/2000/svg}"
 BLUE, ORANGE = (0x1F, 0x77, 0xB4), (0xFF, 0x7F, 0x0E)  # matplotlib's first two line colours
@@ -149,11 +149,28 @@ def without_matplotlib(monkeypatch):
         monkeypatch.setitem(sys.modules, name, None)  # an import of it raises ImportError
 
 
+HINT = "pip install matplotlib (or, from a clone, pip install '.[plot]')"
+
+
+def test_the_install_hint_works_from_a_clone_and_from_a_wheel():
+    # issue 28: it said pip install 'pytest-qcrypto[plot]', which fails (not on PyPI); the
+    # hint is right only while the plot extra is matplotlib alone
+    import tomllib
+    from pathlib import Path
+    assert plot.INSTALL_HINT == HINT
+    pyproject = Path(__file__).resolve().parent.parent / "pyproject.toml"
+    extras = tomllib.loads(pyproject.read_text())["project"]["optional-dependencies"]
+    assert [re.split(r"[<>=!~ ;\[]", d)[0] for d in extras["plot"]] == ["matplotlib"]
+    from pytest_qcrypto.pytest_side import options
+    (plot_option,) = [o for o in options.OPTIONS if o.flag == "--qcrypto-plot"]
+    assert HINT in plot_option.help_text() and "pytest-qcrypto[" not in plot_option.help_text()
+
+
 def test_without_matplotlib_the_message_names_the_extra(monkeypatch):
     without_matplotlib(monkeypatch)
-    with pytest.raises(SettingsError, match=re.escape("pip install 'pytest-qcrypto[plot]'")):
+    with pytest.raises(SettingsError, match=re.escape(HINT)):
         plot.check_path("speed.png")
-    with pytest.raises(plot.PlotError, match=re.escape("pip install 'pytest-qcrypto[plot]'")):
+    with pytest.raises(plot.PlotError, match=re.escape(HINT)):
         plot.figure([sha256()])
 
 
@@ -196,7 +213,7 @@ def test_missing_matplotlib_is_a_usage_error_naming_the_extra(pytester, monkeypa
     r = pytester.runpytest("--qcrypto-digest", "sha256", "--qcrypto-plot", "out.png")
     assert r.ret == 4
     assert ("ERROR: --qcrypto-plot needs matplotlib, which is not installed: "
-            "pip install 'pytest-qcrypto[plot]'") in r.stderr.str()
+            "pip install matplotlib (or, from a clone, pip install '.[plot]')") in r.stderr.str()
 
 
 def broken_matplotlib(pytester, monkeypatch):
@@ -216,7 +233,7 @@ def test_a_matplotlib_that_fails_to_import_is_a_usage_error_before_measuring(pyt
     assert r.ret == pytest.ExitCode.USAGE_ERROR
     assert [line for line in r.errlines if line] == [
         "ERROR: --qcrypto-plot needs matplotlib, which is installed but failed to import: "
-        "ImportError: libfoo.so missing (reinstall it: pip install 'pytest-qcrypto[plot]')"]
+        "ImportError: libfoo.so missing (reinstall it: pip install matplotlib (or, from a clone, pip install '.[plot]'))"]
     assert "Benchmark results" not in r.stdout.str() and "passed" not in r.stdout.str()
     assert not (pytester.path / "out.svg").exists()
 
@@ -229,7 +246,7 @@ def test_report_with_a_matplotlib_that_fails_to_import_is_a_usage_error(pytester
     assert r.outlines == []  # no table printed before the error
     assert r.errlines == ["ERROR: --qcrypto-plot needs matplotlib, which is installed but "
                           "failed to import: ImportError: libfoo.so missing (reinstall it: "
-                          "pip install 'pytest-qcrypto[plot]')"]
+                          "pip install matplotlib (or, from a clone, pip install '.[plot]'))"]
 
 
 # -- where a plot cannot go: a usage error up front, or exit 1 at the end ---------------------

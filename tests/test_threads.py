@@ -200,6 +200,23 @@ def test_the_verdict_thresholds(ratio, n, cpus, words):
     assert gil.verdict(ratio, n, cpus) == words
 
 
+def test_the_threads_page_states_the_thresholds_the_code_applies():
+    # issue 28: the page said "released" from 1.2x for 2 threads on 2 CPUs, while below
+    # 1.3x is "held"; each example "N threads on C CPUs: from X" must be where the verdict
+    # turns to released, with the held verdict just below it
+    from pathlib import Path
+    import re
+    page = (Path(__file__).resolve().parent.parent / "docs" / "running" / "threads.md").read_text()
+    assert f"below {gil.HELD_BELOW}x | `the GIL is held`" in page
+    examples = re.findall(r"(\d) threads on (\d) CPUs: (?:also )?from ([\d.]+)x", page)
+    assert len(examples) >= 3, examples
+    for n, cpus, start in examples:
+        n, cpus, start = int(n), int(cpus), float(start)
+        assert start == max(gil.HELD_BELOW, round(gil.RELEASED_SHARE * min(n, cpus), 2))
+        assert gil.verdict(start, n, cpus) == "the GIL is released"
+        assert gil.verdict(start - 0.01, n, cpus) != "the GIL is released"
+
+
 def test_the_table_notes_the_threads_and_a_scaling_line_per_cell():
     def m(size, seconds, one):
         return Measurement("sha256", "hashlib", size, "digest", 1000, (seconds,), threads=4,

@@ -159,7 +159,7 @@ def test_isolate_measures_and_reports_the_plugins_own_error(pytester):
     r.assert_outcomes(failed=1, passed=2, skipped=1)  # raising has no aes-128-gcm
     r.stdout.fnmatch_lines(["raising sha256 at 64 bytes failed: RuntimeError: the device went "
                             "away (*conftest.py:* in run)"])
-    assert "Benchmark results for 'aes-128-gcm' cipher, decrypt (KiB/s):" in r.outlines
+    assert "Benchmark results for 'aes-128-gcm' AEAD, decrypt (KiB/s):" in r.outlines
 
 
 @pytest.mark.parametrize("value, message", [

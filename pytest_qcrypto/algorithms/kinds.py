@@ -103,8 +103,8 @@ class KindRules:
     """The rules of one :class:`Kind`, as data: everything the package asks of a kind.
 
     ``word`` names the kind in messages (``AEAD``); ``table_word`` is the word of the
-    qcrypto table header (``Benchmark results for 'sha256' digest``: AEADs are ciphers
-    there); ``option`` the word of the option that selects it (``--qcrypto-cipher``,
+    qcrypto table header (``Benchmark results for 'sha256' digest``, ``... 'aes-128-gcm'
+    AEAD``, as ``qcrypto list`` groups them); ``option`` the word of the option that selects it (``--qcrypto-cipher``,
     ``--qcrypto-mac``; empty: no option, a callable).  ``directions`` are the ways it is
     measured, the first being the default.  ``operation`` is what one timed operation is
     (the unit of ``count``),
@@ -154,7 +154,7 @@ RULES: dict[Kind, KindRules] = {
         size_means="bytes of plaintext (or ciphertext) per operation", keyed=True,
         nonce_per_operation=False, tag=False, checks=(Check.ENCRYPT, Check.DECRYPT)),
     Kind.AEAD: KindRules(
-        Kind.AEAD, "AEAD", "cipher", "cipher",
+        Kind.AEAD, "AEAD", "AEAD", "cipher",
         (Direction.ENCRYPT, Direction.DECRYPT, Direction.ROUNDTRIP),
         operation=("one whole message with the key set up once: new nonce, encrypt, tag; "
                    "decrypt verifies the tag (openssl speed re-keys GCM per operation and "
@@ -221,7 +221,7 @@ KINDS: tuple[Kind, ...] = tuple(Kind)
 DIRECTIONS: tuple[Direction, ...] = tuple(Direction)
 
 #: The kinds each table word covers, in catalog order:
-#: ``{"digest": (Kind.DIGEST,), "cipher": (Kind.CIPHER, Kind.AEAD), "MAC": (Kind.MAC,)}``.
+#: ``{"digest": (Kind.DIGEST,), "cipher": (Kind.CIPHER,), "AEAD": (Kind.AEAD,), ...}``.
 TABLE_GROUPS: dict[str, tuple[Kind, ...]] = {}
 #: The kinds each selection option word covers (``--qcrypto-mac``):
 #: ``{"digest": (Kind.DIGEST,), "cipher": (Kind.CIPHER, Kind.AEAD), "mac": (Kind.MAC,)}``.
@@ -232,7 +232,10 @@ for _kind in KINDS:
         OPTION_GROUPS[_kind.rules.option] = OPTION_GROUPS.get(_kind.rules.option, ()) + (_kind,)
 
 def group_word(kinds: tuple[str, ...]) -> str:
-    """The table word of exactly these kinds (``cipher`` for cipher and AEAD), else ``algorithm``."""
+    """The table word of exactly these kinds, ``cipher`` for cipher and AEAD together (what
+    ``--qcrypto-cipher`` selects), else ``algorithm``."""
+    if tuple(kinds) == (Kind.CIPHER, Kind.AEAD):
+        return "cipher"
     for word, group in TABLE_GROUPS.items():
         if tuple(kinds) == group:
             return word

@@ -316,7 +316,8 @@ def parse_algorithms(values: Iterable[str] | None, kinds: tuple[str, ...],
             raise SettingsError(f"{option}: {problem}")
         if alg is None or not alg.is_of(kinds):
             if alg is not None:
-                hint = (f"; {alg.name} is a {alg.table_kind}: use "
+                article = "an" if alg.table_kind[0] in "AEIOU" else "a"
+                hint = (f"; {alg.name} is {article} {alg.table_kind}: use "
                         f"--qcrypto-{alg.rules.option} {alg.name}.")
             else:
                 close = catalog.suggest(name, kinds)

@@ -355,25 +355,6 @@ def _not_in_the_run(plan: Plan, parts: Sequence[Group], union: Sequence[int]) ->
     return lines
 
 
-class Outcomes:
-    """A pytest plugin that counts the items of a run that measured, and keeps the reasons
-    of those skipped: a run that measured nothing is a failure, said in one line."""
-
-    def __init__(self) -> None:
-        self.measured = 0
-        self.skipped: list[str] = []
-
-    def pytest_runtest_logreport(self, report: pytest.TestReport) -> None:
-        if report.when == "call" and report.passed:
-            self.measured += 1
-        elif report.skipped:
-            longrepr = report.longrepr
-            reason = longrepr[2] if isinstance(longrepr, tuple) else str(longrepr)
-            reason = reason.removeprefix("Skipped: ")
-            if reason not in self.skipped:
-                self.skipped.append(reason)
-
-
 def run(plan: Plan) -> int:
     """The :func:`groups` of the plan as one pytest run (their algorithms in cryptotest's
     order, the sizes of them all; a size an algorithm does not take is a skipped cell): the
@@ -394,13 +375,9 @@ def run(plan: Plan) -> int:
     args = pytest_args(plan, Group(names, union))
     if len({g.sizes for g in parts if g.names}) > 1:
         args.append("--qcrypto-skip-unsuited-sizes")
-    outcomes = Outcomes()
+    outcomes = progress.Outcomes()
     code = progress.run(args, [outcomes])  # the progress line; one line if interrupted
-    if code == 0 and not outcomes.measured:
-        sys.stderr.write("cryptotest: nothing was measured: "
-                         f"{'; '.join(outcomes.skipped[:3]) or 'no test ran'}\n")
-        return FAILED
-    return code
+    return outcomes.exit_code(code, "cryptotest")
 
 
 def main(argv: Sequence[str] | None = None) -> int:

@@ -11,7 +11,8 @@
 ``speed`` and ``list`` turn their arguments into a pytest command line and run
 :func:`pytest.main` in this process, so the speed matrix, its checks, its
 tables and the exit code are the pytest plugin's (:data:`EXIT_CODES`: 0 every cell
-measured, 1 a cell failed, 2 interrupted, 3 an internal error, 4 a usage error, also for
+measured, 1 a cell failed or, as in ``cryptotest``, nothing was measured (every cell
+skipped: one line on standard error says why), 2 interrupted, 3 an internal error, 4 a usage error, also for
 one this parser finds).  :mod:`pytest_qcrypto.pytest_side.progress` adds the progress line on
 standard error, and ends an interrupted run with one line.  ``speed``
 adds ``--qcrypto-bare``: the plugin then writes the results alone to standard
@@ -53,7 +54,8 @@ COMMAND = "qcrypto"
 #: empty one is a usage error (4) before anything runs.
 EXIT_CODES = ("Exit codes (pytest's): 0 done: every cell measured, nothing regressed; "
               "1 a cell failed or fell below its floor, a regression (--qcrypto-compare, "
-              "compare), or a file (results, plot) could not be written; 2 interrupted "
+              "compare), a file (results, plot) could not be written, or speed measured "
+              "nothing (every cell skipped); 2 interrupted "
               "(Ctrl-C, SIGTERM): the tables of what was measured, results saved marked "
               "incomplete; 3 an internal error of pytest or a plugin (a bug: INTERNALERROR "
               "lines say where); 4 a usage error (a bad option, algorithm, plugin or file).")
@@ -181,7 +183,9 @@ def main(argv: Sequence[str] | None = None) -> int:
         # messages then send the reader to `qcrypto list` (pytest_qcrypto.pytest_side.options.list_hint)
         from pytest_qcrypto.pytest_side import progress
 
-        return progress.run([f"--qcrypto-command={COMMAND}", *pytest_args])
+        outcomes = progress.Outcomes()  # measured nothing: exit 1, as cryptotest
+        code = progress.run([f"--qcrypto-command={COMMAND}", *pytest_args], [outcomes])
+        return outcomes.exit_code(code, "qcrypto speed")
     if ns.command == "list":
         return int(pytest.main(["--qcrypto-list", "-p", "no:cacheprovider"]))
     if ns.command == "compare":

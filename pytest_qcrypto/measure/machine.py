@@ -102,14 +102,15 @@ def capture(root: Path = _CPU_SYS) -> MachineState:
 FIXED_GOVERNORS = frozenset({"performance", "userspace"})
 
 
-def state_warnings(state: MachineState, jobs: int = 1) -> list[str]:
-    """Why ``state`` makes the figures of a ``jobs``-process run unreliable (empty: it does not).
+def state_warnings(state: MachineState, jobs: int = 1, threads: int = 1) -> list[str]:
+    """Why ``state`` makes the figures of a run of ``jobs`` processes, or of ``threads``
+    threads, unreliable (empty: it does not).
 
     Warns for any cpufreq governor but ``performance`` and ``userspace`` (a fixed frequency):
     ``powersave``, ``schedutil``, ``ondemand``, ``conservative`` make the clock rate follow
     the load, so short rounds run slower; the line names the governor and the driver.  And
-    for a 1-minute load average above the CPUs the run leaves idle (``cpus - jobs``, at
-    least :data:`LOAD_TOLERANCE`).
+    for a 1-minute load average above the CPUs the run leaves idle (``cpus`` less the jobs or
+    threads, at least :data:`LOAD_TOLERANCE`); the warning counts threads as threads.
     """
     out = []
     moving = [g for g in state.governors or () if g not in FIXED_GOVERNORS]
@@ -117,11 +118,12 @@ def state_warnings(state: MachineState, jobs: int = 1) -> list[str]:
         driver = f" (driver {state.driver})" if state.driver else ""
         out.append(f"the CPU frequency governor is {', '.join(moving)}{driver}: the clock rate "
                    "follows the load; set it to performance for stable figures")
-    idle = max(state.cpus - jobs, 0)
+    busy, word = (threads, "thread") if threads > 1 else (jobs, "job")
+    idle = max(state.cpus - busy, 0)
     if state.load is not None and state.load[0] > max(idle, LOAD_TOLERANCE):
         out.append(f"load average {state.load[0]:.2f} is above the {idle} idle CPU"
-                   f"{'' if idle == 1 else 's'} this run leaves ({state.cpus} CPUs, {jobs} "
-                   f"job{'' if jobs == 1 else 's'}): other work competes with the measurement")
+                   f"{'' if idle == 1 else 's'} this run leaves ({state.cpus} CPUs, {busy} "
+                   f"{word}{'' if busy == 1 else 's'}): other work competes with the measurement")
     return out
 
 
@@ -152,7 +154,7 @@ def noise(m: Measurement) -> list[str]:
 
 
 def summary_lines(state: MachineState | None, measurements: Sequence[Measurement],
-                  jobs: int = 1, verbose: bool = False) -> list[str]:
+                  jobs: int = 1, verbose: bool = False, threads: int = 1) -> list[str]:
     """Lines under the tables: noisy figures, one machine-state warning, per-worker figures.
 
     ``verbose`` adds the machine's state and each worker's figures of
@@ -175,7 +177,7 @@ def summary_lines(state: MachineState | None, measurements: Sequence[Measurement
             lines.append(f"machine at start: load average {load}, {state.cpus} CPUs, governor "
                          f"{','.join(state.governors) if state.governors else 'not exposed'}, "
                          f"turbo {_on_off(state.turbo)}")
-        warnings = state_warnings(state, jobs)
+        warnings = state_warnings(state, jobs, threads)
         if measurements and all(m.counted is not None for m in measurements):
             warnings = []  # a count is not moved by the load (measure/counting.py)
         if warnings:

@@ -10,7 +10,7 @@ compared run) are drawn dashed in the colour of the same row.
 The HTML page is self-contained: the plots as inline SVG (glyphs drawn as
 paths, no fonts or scripts loaded) and the tables as text.
 
-matplotlib is an optional dependency: ``pip install 'pytest-qcrypto[plot]'``.
+matplotlib is an optional dependency: ``pip install matplotlib`` (:data:`INSTALL_HINT`).
 It is imported only when a plot is asked for; :func:`check_path` imports it
 before anything is measured and says, with that command, when it is missing or
 fails to import.
@@ -35,8 +35,10 @@ from pytest_qcrypto.algorithms.settings import SettingsError
 if TYPE_CHECKING:
     from matplotlib.figure import Figure
 
-#: What to install when matplotlib is missing.
-INSTALL_HINT = "pip install 'pytest-qcrypto[plot]'"
+#: What to install when matplotlib is missing: a command that works wherever the package came
+#: from (a clone, a wheel; it is not on PyPI, so ``pytest-qcrypto[plot]`` would fail), the
+#: plot extra being matplotlib alone (``tests/test_plot.py`` checks pyproject.toml).
+INSTALL_HINT = "pip install matplotlib (or, from a clone, pip install '.[plot]')"
 #: Inches per panel (width, height), and panels per row when there are more than two.
 PANEL_SIZE = (6.4, 3.6)
 COLUMNS = 2

@@ -28,7 +28,7 @@ import os
 import sys
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
-from pathlib import PurePath
+from pathlib import Path, PurePath
 from typing import Any
 
 from pytest_qcrypto.output.layouts import (  # noqa: F401 (re-exported: the layouts' own helpers)
@@ -94,12 +94,14 @@ class Plotter:
 @dataclass(frozen=True)
 class Output:
     """The checked output options of a run: unit, format, plot paths (absolute, each
-    once; None is none), bare standard output."""
+    once; None is none), bare standard output, and the file the tables go to instead of
+    the terminal (``--qcrypto-output``: absolute; None: the terminal)."""
 
     unit: str = DEFAULT_UNIT
     format: str = DEFAULT_FORMAT
     plots: tuple[str, ...] = ()
     bare: bool = False
+    path: str | None = None
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "plots", tuple(self.plots or ()))
@@ -112,11 +114,12 @@ def unit_choices() -> list[str]:
 
 def parse_output(unit: str | None = None, fmt: str | None = None,
                  plot: str | Sequence[str] | None = None, bare: bool = False,
-                 plotter: Plotter | None = None) -> Output:
+                 plotter: Plotter | None = None, path: str | None = None) -> Output:
     """Check the output options; :class:`SettingsError` naming the valid choices.
 
     ``plot`` is one path or several (each checked: its suffix, then by
-    ``plotter.check`` when given; one file given twice is written once).
+    ``plotter.check`` when given; one file given twice is written once).  ``path``
+    (``--qcrypto-output``) must be a file that can be written, as ``--qcrypto-save``'s.
     """
     choices = unit_choices()
     if unit is not None and unit not in choices:
@@ -136,21 +139,29 @@ def parse_output(unit: str | None = None, fmt: str | None = None,
                 f"whose unit is fixed: {LAYOUTS[fmt].unit_why}")
         unit = fixed
     paths = [plot] if isinstance(plot, str) else list(plot or ())
-    for path in paths:
-        if PurePath(path).suffix.lower() not in PLOT_SUFFIXES:
-            raise SettingsError(f"--qcrypto-plot: {path!r} must end in "
+    for typed in paths:
+        if PurePath(typed).suffix.lower() not in PLOT_SUFFIXES:
+            raise SettingsError(f"--qcrypto-plot: {typed!r} must end in "
                                 f"{', '.join(PLOT_SUFFIXES[:-1])} or {PLOT_SUFFIXES[-1]}")
         if plotter is not None:
-            plotter.check(path)
+            plotter.check(typed)
     # where the run started, like --junitxml
-    plots = tuple(dict.fromkeys(os.path.abspath(path) for path in paths))
-    return Output(unit or DEFAULT_UNIT, fmt or DEFAULT_FORMAT, plots, bool(bare))
+    plots = tuple(dict.fromkeys(os.path.abspath(typed) for typed in paths))
+    if path is not None:
+        from pytest_qcrypto.results import files
+
+        problem = files.check_writable(Path(path)) if path else "no path given"
+        if problem:
+            raise SettingsError(f"--qcrypto-output: cannot write {path}: {problem}")
+        path = os.path.abspath(path)
+    return Output(unit or DEFAULT_UNIT, fmt or DEFAULT_FORMAT, plots, bool(bare), path)
 
 
 def output_of(getoption: Callable[[str], Any], plotter: Plotter | None = None) -> Output:
     """:func:`parse_output` of a pytest config's options (``config.getoption``)."""
     return parse_output(getoption("qcrypto_unit"), getoption("qcrypto_format"),
-                        getoption("qcrypto_plot"), getoption("qcrypto_bare"), plotter)
+                        getoption("qcrypto_plot"), getoption("qcrypto_bare"), plotter,
+                        getoption("qcrypto_output"))
 
 
 def write_summary(terminal: Any, tables: Sequence[Table], output: Output, verbose: bool,
@@ -170,7 +181,9 @@ def write_summary(terminal: Any, tables: Sequence[Table], output: Output, verbos
     gating), drawn by the ``markdown`` layout after the tables.  When
     ``$GITHUB_STEP_SUMMARY`` names a file, the ``markdown`` layout of it all
     (tables, change grids, the gate's tables) is appended to it, whatever the
-    format.  ``plotter`` writes ``output.plots`` (required
+    format.  With ``output.path`` the formatted lines are written to that file
+    (atomically) instead, and a line on the terminal says so.  ``plotter`` writes
+    ``output.plots`` (required
     when there are any: ``ValueError``); ``baseline`` tables (of a compared
     run) are drawn dashed.  A file that cannot be written is reported on the
     terminal, not raised; the problems are returned.
@@ -181,6 +194,16 @@ def write_summary(terminal: Any, tables: Sequence[Table], output: Output, verbos
     figures = Figures(tables, output.unit, verbose, changes, gate_tables=gate_tables)
     lines = chosen.draw(figures)
     side = [] if chosen.draws_changes else [x for t in tables for x in figures.changes_under(t)]
+    written, unwritten = [], []
+    if output.path:  # --qcrypto-output: the layout to its file, the rest on the terminal
+        from pytest_qcrypto.results import files
+        try:
+            files.write_atomic(Path(output.path), "".join(f"{line}\n" for line in lines))
+            written.append(f"qcrypto: tables written to {output.path}")
+        except OSError as exc:  # files.NotARegularFile too
+            unwritten.append(f"--qcrypto-output: cannot write {output.path}: "
+                             f"{exc.strerror or exc}")
+        lines = []
     if output.bare:
         out = stdout or sys.stdout
         out.write("".join(f"{line}\n" for line in lines))
@@ -188,9 +211,10 @@ def write_summary(terminal: Any, tables: Sequence[Table], output: Output, verbos
     else:
         terminal.write_sep("=", title)
         side = lines + ([""] if lines and side else []) + side
-    for line in side:
+    for line in side + written:
         terminal.write_line(line)
     problems, plotted = write_files(tables, output, baseline, plotter=plotter, figures=figures)
+    problems[:0] = unwritten
     for problem in problems:
         terminal.write_line(f"ERROR: {problem}", red=True)
     for path in plotted:

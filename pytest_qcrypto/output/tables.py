@@ -86,7 +86,7 @@ class Table:
     """
 
     algorithm: str
-    kind: str  # "digest" or "cipher", the word of the header
+    kind: str  # "digest", "cipher", "AEAD"...: the word of the header (KindRules.table_word)
     direction: str  # a catalog Direction: "digest", "encrypt", "decrypt", "mac", "roundtrip"
     plugins: tuple[str, ...]
     sizes: tuple[int, ...]

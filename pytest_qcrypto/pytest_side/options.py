@@ -123,8 +123,8 @@ def _plot_help() -> str:
     suffixes = [s for s in _render().PLOT_SUFFIXES if s != ".html"]
     html = ", or a self-contained .html" if ".html" in _render().PLOT_SUFFIXES else ""
     return (f"also plot throughput against buffer size to PATH ({', '.join(suffixes)}{html}, "
-            "by its suffix; repeatable: every PATH is written); needs pip install "
-            "'pytest-qcrypto[plot]'.")
+            "by its suffix; repeatable: every PATH is written); needs matplotlib: pip "
+            "install matplotlib (or, from a clone, pip install '.[plot]').")
 
 
 def _timeout_help() -> str:
@@ -302,6 +302,8 @@ OPTIONS: tuple[Option, ...] = (
     Option("--qcrypto-unit", metavar="UNIT", help=_unit_help),
     Option("--qcrypto-format", metavar="FORMAT", help=_format_help),
     Option("--qcrypto-plot", action="append", metavar="PATH", help=_plot_help),
+    Option("--qcrypto-output", metavar="PATH", help="write the tables, in the layout of "
+           "--qcrypto-format, to PATH (atomically) instead of the terminal; notes stay there."),
     Option("--qcrypto-model", action="store_true", default=False,
            help="under the tables, where the time goes: for each algorithm and plugin measured "
                 "at 3 or more sizes, its cost per call and per byte (a robust line fit), the "

@@ -238,6 +238,35 @@ def command_plugins() -> tuple[Progress, Ending]:
     return Progress(), Ending()
 
 
+class Outcomes:
+    """A pytest plugin that counts the items of a run that measured, and keeps the reasons
+    of those skipped: a run that measured nothing is a failure, said in one line
+    (:meth:`exit_code`; ``cryptotest`` and ``qcrypto speed``)."""
+
+    def __init__(self) -> None:
+        self.measured = 0
+        self.skipped: list[str] = []
+
+    def pytest_runtest_logreport(self, report: pytest.TestReport) -> None:
+        if report.when == "call" and report.passed:
+            self.measured += 1
+        elif report.skipped:
+            longrepr = report.longrepr
+            reason = longrepr[2] if isinstance(longrepr, tuple) else str(longrepr)
+            reason = reason.removeprefix("Skipped: ")
+            if reason not in self.skipped:
+                self.skipped.append(reason)
+
+    def exit_code(self, code: int, command: str) -> int:
+        """``code``, or 1 (tests failed) with one line on standard error saying why when the
+        run ended well (0) but measured nothing."""
+        if code != 0 or self.measured:
+            return code
+        sys.stderr.write(f"{command}: nothing was measured: "
+                         f"{'; '.join(self.skipped[:3]) or 'no test ran'}\n")
+        return int(pytest.ExitCode.TESTS_FAILED)
+
+
 def run(args: Sequence[str], plugins: Sequence[object] = ()) -> int:
     """:func:`pytest.main` with :func:`command_plugins` (and ``plugins``): the exit code.
 

@@ -355,10 +355,11 @@ class QcryptoRun(RunSettings):
         gate_lines = (settings.unused_direction(self.settings) if self.requested else []) + (
             gate.summary_lines() if gate else [])
         output = self.output
-        if not self.ledger.cells and output.plots:  # as --qcrypto-save: no empty file
-            gate_lines.append(f"qcrypto: nothing was measured: {', '.join(output.plots)} not "
+        unwritten = [*output.plots, *([output.path] if output.path else [])]
+        if not self.ledger.cells and unwritten:  # as --qcrypto-save: no empty file
+            gate_lines.append(f"qcrypto: nothing was measured: {', '.join(unwritten)} not "
                               "written")
-            output = replace(output, plots=())
+            output = replace(output, plots=(), path=None)
         if not self.ledger.cells and not gate_lines:
             return
         from pytest_qcrypto.output.plot import PLOTTER
@@ -383,7 +384,7 @@ class QcryptoRun(RunSettings):
         notes = cost_model.summary_lines(self.ledger.measurements, explicit) \
             if explicit or verbose else []
         notes += machine.summary_lines(self.machine_state, self.ledger.measurements,
-                                      max(self.jobs, self.threads), verbose)
+                                      self.jobs, verbose, threads=self.threads)
         for line in ([""] if notes else []) + notes:
             terminalreporter.write_line(line)
         for line in ([""] if self.ledger.cells and gate_lines else []) + gate_lines:
