@@ -1,18 +1,14 @@
 """Every ``--qcrypto-*`` option and ``qcrypto_*`` ini key, in one table (:data:`OPTIONS`).
 
-Each :class:`Option` names its command-line flag, its ini key (the default
-when the flag is not given), the function that reads its value, its default,
-help, action and metavar.  :func:`add_options` (called from the plugin's
-``pytest_addoption``) declares them all from the table, and :func:`given`
-reads a value with its ini fallback, saying where it came from for messages
-(``--qcrypto-min-time``, ``qcrypto_min_time in pytest.ini``, ``-o
-qcrypto_min_time``).  Choices in help texts (units, formats, plot suffixes)
-come from the registries that define them (:mod:`pytest_qcrypto.output.render`).
-
-The hidden ``--qcrypto-command`` is set by the ``qcrypto`` command
-(:mod:`pytest_qcrypto.commands.qcrypto`): messages then send the reader to ``qcrypto list``
-rather than to ``pytest --qcrypto-list`` (:func:`for_command`).
-
+Each :class:`Option` names its flag, its ini key (the default when the flag is not given), the
+function that reads its value, its default, help, action and metavar.  :func:`add_options`
+declares them all; :func:`given` reads a value with its ini fallback and says where it came
+from (``--qcrypto-min-time``, ``qcrypto_min_time in pytest.ini``, ``-o qcrypto_min_time``).
+Every pytest run imports this table, so it imports nothing of the package when loaded: readers
+import their module on first use, and help texts whose choices come from the registries (units,
+layouts, plot suffixes: :mod:`pytest_qcrypto.output.render`) are built only when pytest may show
+its help.  The hidden ``--qcrypto-command`` is set by the ``qcrypto`` command: messages then
+send the reader to ``qcrypto list`` rather than ``pytest --qcrypto-list`` (:func:`for_command`).
 This is the pytest side: it imports pytest.
 """
 
