@@ -63,8 +63,9 @@ def mismatch(base_kind: str, current_kind: str, base_name: str = "the baseline",
 def more_instructions(v: gate.Verdict) -> float | None:
     """Percent more instructions an operation than the baseline's, from the two counts
     (None: ``v`` is not a counted verdict against a counted baseline)."""
-    m, base = v.measurement, v.baseline
-    if m.counted is None or base is None or not getattr(base, "instructions", None):
+    m, base = getattr(v, "measurement", None), getattr(v, "baseline", None)
+    if getattr(m, "counted", None) is None or base is None or not getattr(base, "instructions",
+                                                                            None):
         return None
     then = float(base.instructions["per_operation"])
     return (m.counted.per_operation - then) / then * 100
