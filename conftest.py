@@ -1,16 +1,19 @@
 """Root conftest: the test suite drives pytest-qcrypto through pytester (enabled in pyproject).
 
 The tiers: a plain ``pytest`` here (the README's test command, its paths from ``testpaths``)
-runs the main tier on 2 pytest-xdist workers and leaves out the kernel VM tier (marker
-``kernel_vm``: Debian's kernel booted under QEMU), which ``pytest -m kernel_vm`` runs (``.ci/run``
-runs both).  Given paths, ``-n``, ``-m`` or any ``--qcrypto-*`` option (the main job), pytest
-runs as asked.
+runs the main tier on 2 pytest-xdist workers and leaves out two tiers: the kernel VM tier
+(marker ``kernel_vm``: Debian's kernel booted under QEMU; ``pytest -m kernel_vm``) and the smoke
+runs of the scripts under ``benchmarks/`` (marker ``benchmark_script``; ``pytest -m
+benchmark_script``).  ``.ci/run`` runs all three.  Given paths, ``-n``, ``-m`` or any
+``--qcrypto-*`` option (the main job), pytest runs as asked.
 """
 
 import pytest
 
 #: Workers of the main tier (the project's machine has 2 CPUs).
 WORKERS = 2
+#: The main tier: every test but the kernel VM's and the benchmark scripts' smoke runs.
+MAIN_TIER = "not kernel_vm and not benchmark_script"
 
 
 @pytest.hookimpl(tryfirst=True)  # before pytest-xdist's own (it turns -n into workers)
@@ -24,7 +27,7 @@ def pytest_cmdline_main(config):
             or any(a.startswith("--qcrypto") for a in config.invocation_params.args)):
         return
     if not config.option.markexpr:
-        config.option.markexpr = "not kernel_vm"
+        config.option.markexpr = MAIN_TIER
     if (config.pluginmanager.hasplugin("xdist") and config.option.numprocesses is None
             and not config.getoption("usepdb", False) and not config.option.collectonly):
         config.option.numprocesses = WORKERS
@@ -39,3 +42,4 @@ def pytest_configure_node(node):
 
 def pytest_configure(config):
     config.addinivalue_line("markers", "kernel_vm: boots Debian's kernel under QEMU (tests/kernel/vm.py); skips with the reason where it cannot")
+    config.addinivalue_line("markers", "benchmark_script: a smoke run of a script under benchmarks/ (its --tiny mode)")

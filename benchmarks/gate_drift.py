@@ -98,7 +98,9 @@ def pytest_args(sizes: tuple[int, ...], min_time: float | None) -> list[str]:
             "--qcrypto-plugin=openssl,hashlib,slowed",
             "--qcrypto-size=" + ",".join(map(str, sizes))]
     args += [f"--deselect=qcrypto::sha256[slowed-{s}]" for s in sizes if s not in SLOWED_SIZES]
-    return args + ([f"--qcrypto-min-time={min_time}"] if min_time else [])
+    # a smoke run (--tiny) takes no pause before a confirmation try: it checks the script
+    return args + ([f"--qcrypto-min-time={min_time}", "--qcrypto-confirm-pause=0"]
+                   if min_time else [])
 
 
 def run(where: Path, args: list[str], extra: float) -> tuple[float, subprocess.CompletedProcess]:

@@ -93,7 +93,9 @@ def pytest_args(min_time: float | None) -> list[str]:
     args = [sys.executable, "-m", "pytest", "-p", "no:cacheprovider", "-q",
             "--qcrypto-digest", "sha256", "--qcrypto-size", str(SIZE),
             "--qcrypto-plugin", ",".join(name(s) for s in SLOWDOWNS)]
-    return args + (["--qcrypto-min-time", str(min_time)] if min_time else [])
+    # a smoke run (--tiny) takes no pause before a confirmation try: it checks the script
+    return args + (["--qcrypto-min-time", str(min_time), "--qcrypto-confirm-pause=0"]
+                   if min_time else [])
 
 
 def run(where: Path, args: list[str], slowed: bool) -> tuple[float, subprocess.CompletedProcess]:

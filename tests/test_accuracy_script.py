@@ -8,6 +8,11 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
+#: The benchmark scripts' tier (root conftest): .ci/run runs it beside the kernel tier.
+pytestmark = pytest.mark.benchmark_script
+
 SCRIPT = Path(__file__).resolve().parent.parent / "benchmarks" / "accuracy.py"
 
 

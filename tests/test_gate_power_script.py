@@ -9,6 +9,11 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
+#: The benchmark scripts' tier (root conftest): .ci/run runs it beside the kernel tier.
+pytestmark = pytest.mark.benchmark_script
+
 SCRIPT = Path(__file__).resolve().parent.parent / "benchmarks" / "gate_power.py"
 NAMES = ["slow00", "slow05", "slow10", "slow20", "slow30"]
 

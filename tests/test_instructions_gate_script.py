@@ -14,6 +14,9 @@ import pytest
 
 from pytest_qcrypto.measure import counting
 
+#: The benchmark scripts' tier (root conftest): .ci/run runs it beside the kernel tier.
+pytestmark = pytest.mark.benchmark_script
+
 SCRIPT = Path(__file__).resolve().parent.parent / "benchmarks" / "instructions_gate.py"
 
 
