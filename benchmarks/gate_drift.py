@@ -37,11 +37,11 @@ import subprocess
 import sys
 import tempfile
 import time
-import xml.etree.ElementTree as ET
 from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
 
+from benchlib import Neighbour, cell_properties, timed_run
 from pytest_qcrypto.gate import drift
 from pytest_qcrypto.measure import machine
 
@@ -104,43 +104,14 @@ def pytest_args(sizes: tuple[int, ...], min_time: float | None) -> list[str]:
 
 
 def run(where: Path, args: list[str], extra: float) -> tuple[float, subprocess.CompletedProcess]:
-    env = {**os.environ, "GATE_DRIFT_EXTRA": str(extra),
-           "GATE_DRIFT_SIZES": json.dumps(list(SLOWED_SIZES))}
-    start = time.perf_counter()
-    done = subprocess.run(args, cwd=where, env=env, capture_output=True, text=True, timeout=900)
-    return time.perf_counter() - start, done
+    return timed_run(where, args, {"GATE_DRIFT_EXTRA": str(extra),
+                                   "GATE_DRIFT_SIZES": json.dumps(list(SLOWED_SIZES))}, 900)
 
 
 def verdicts(junit: Path) -> dict[str, str]:
     """Per cell (``sha256:openssl:16:digest``): its JUnit ``qcrypto_verdict``."""
-    out = {}
-    for case in ET.parse(junit).getroot().iter("testcase"):
-        props = {p.get("name"): p.get("value") for p in case.findall("properties/property")}
-        if "qcrypto_cell" in props:
-            out[props["qcrypto_cell"]] = props.get("qcrypto_verdict", "?")
-    return out
-
-
-class Neighbour:
-    """A process on one CPU (the last) running ``code``; none for ``None``."""
-
-    def __init__(self, code: str | None) -> None:
-        self.code, self.proc = code, None
-
-    def __enter__(self) -> Neighbour:
-        if self.code:
-            self.proc = subprocess.Popen([sys.executable, "-c", self.code])
-            try:
-                os.sched_setaffinity(self.proc.pid, {max(os.sched_getaffinity(0))})
-            except (AttributeError, OSError):
-                pass
-            time.sleep(0.5)  # let it start
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        if self.proc is not None:
-            self.proc.kill()
-            self.proc.wait()
+    return {cell: props.get("qcrypto_verdict", "?")
+            for cell, props in cell_properties(junit).items()}
 
 
 def slowed(cell: str) -> bool:
@@ -149,7 +120,7 @@ def slowed(cell: str) -> bool:
 
 def compare_once(where: Path, label: str, sizes: tuple[int, ...],
                  min_time: float | None) -> dict[str, Any]:
-    with Neighbour(NEIGHBOURS.get(label)):
+    with Neighbour(NEIGHBOURS.get(label), settle_s=0.5):
         seconds, done = run(where, pytest_args(sizes, min_time) + [
             "--qcrypto-compare=base.json", "--junitxml=junit.xml"], SLOWDOWN / (1 - SLOWDOWN))
     if done.returncode not in (0, 1):

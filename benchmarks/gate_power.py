@@ -33,11 +33,11 @@ import subprocess
 import sys
 import tempfile
 import time
-import xml.etree.ElementTree as ET
 from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
 
+from benchlib import Neighbour, cell_properties, timed_run
 from pytest_qcrypto.gate import stats as gate_stats
 from pytest_qcrypto.measure import machine
 
@@ -86,7 +86,7 @@ def name(s: float) -> str:
 
 def extra_env(slowed: bool) -> dict[str, str]:
     extra = {name(s): (s / (1 - s) if slowed else 0.0) for s in SLOWDOWNS}
-    return {**os.environ, "GATE_POWER_EXTRA": json.dumps(extra)}
+    return {"GATE_POWER_EXTRA": json.dumps(extra)}
 
 
 def pytest_args(min_time: float | None) -> list[str]:
@@ -99,36 +99,12 @@ def pytest_args(min_time: float | None) -> list[str]:
 
 
 def run(where: Path, args: list[str], slowed: bool) -> tuple[float, subprocess.CompletedProcess]:
-    start = time.perf_counter()
-    done = subprocess.run(args, cwd=where, env=extra_env(slowed), capture_output=True,
-                          text=True, timeout=600)
-    return time.perf_counter() - start, done
+    return timed_run(where, args, extra_env(slowed), 600)
 
 
 def verdicts(junit: Path) -> dict[str, dict[str, str]]:
     """Per plugin: the JUnit properties of its cell."""
-    out = {}
-    for case in ET.parse(junit).getroot().iter("testcase"):
-        props = {p.get("name"): p.get("value") for p in case.findall("properties/property")}
-        if "qcrypto_cell" in props:
-            out[props["qcrypto_cell"].split(":")[1]] = props
-    return out
-
-
-class Neighbour:
-    """A process spinning on one CPU (the last one) while the busy condition runs."""
-
-    def __enter__(self) -> Neighbour:
-        self.proc = subprocess.Popen([sys.executable, "-c", "while True: pass"])
-        try:
-            os.sched_setaffinity(self.proc.pid, {max(os.sched_getaffinity(0))})
-        except (AttributeError, OSError):
-            pass
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        self.proc.kill()
-        self.proc.wait()
+    return {cell.split(":")[1]: props for cell, props in cell_properties(junit).items()}
 
 
 def condition(where: Path, label: str, k: int, min_time: float | None,
@@ -227,7 +203,7 @@ def main(argv: list[str] | None = None) -> int:
                              f"\n{done.stderr[-2000:]}")
         say(f"baseline saved in {seconds:.1f} s (every slowdown 0)")
         out["conditions"]["quiet"] = condition(where, "quiet", k, min_time, say)
-        with Neighbour():
+        with Neighbour("while True: pass"):  # spinning on one CPU
             out["conditions"]["busy"] = condition(where, "busy", k, min_time, say)
     out["seconds"] = time.perf_counter() - started
     out["load_end"] = os.getloadavg()

@@ -35,11 +35,11 @@ import subprocess
 import sys
 import tempfile
 import time
-import xml.etree.ElementTree as ET
 from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
 
+from benchlib import Neighbour, cell_properties, timed_run
 from pytest_qcrypto.gate import counted as counted_gate
 from pytest_qcrypto.measure import counting, machine
 
@@ -100,28 +100,6 @@ NEIGHBOURS = {
 }
 
 
-class Neighbour:
-    """A process beside the compares (condition ``name``; ``none``: no process), on the last CPU."""
-
-    def __init__(self, name: str) -> None:
-        self.name, self.proc = name, None
-
-    def __enter__(self) -> Neighbour:
-        if self.name in NEIGHBOURS:
-            self.proc = subprocess.Popen([sys.executable, "-c", NEIGHBOURS[self.name]])
-            try:
-                os.sched_setaffinity(self.proc.pid, {max(os.sched_getaffinity(0))})
-            except (AttributeError, OSError):
-                pass
-            time.sleep(1.0)  # running before the first compare starts
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        if self.proc is not None:
-            self.proc.kill()
-            self.proc.wait()
-
-
 def pytest_args(sizes: list[int], plugins: list[str]) -> list[str]:
     return [sys.executable, "-m", "pytest", "-p", "no:cacheprovider", "-q",
             "--qcrypto-measure=instructions", "--qcrypto-digest", "sha256",
@@ -129,22 +107,13 @@ def pytest_args(sizes: list[int], plugins: list[str]) -> list[str]:
 
 
 def run(where: Path, args: list[str], extra: float) -> tuple[float, subprocess.CompletedProcess]:
-    env = {**os.environ, "INSTRUCTIONS_GATE_EXTRA": json.dumps({MORE: extra})}
-    start = time.perf_counter()
-    done = subprocess.run(args, cwd=where, env=env, capture_output=True, text=True,
-                          timeout=3600)
-    return time.perf_counter() - start, done
+    return timed_run(where, args, {"INSTRUCTIONS_GATE_EXTRA": json.dumps({MORE: extra})}, 3600)
 
 
 def verdicts(junit: Path) -> dict[str, str]:
     """``plugin:size`` -> the JUnit verdict of that cell."""
-    out = {}
-    for case in ET.parse(junit).getroot().iter("testcase"):
-        props = {p.get("name"): p.get("value") for p in case.findall("properties/property")}
-        if "qcrypto_cell" in props:
-            _, plugin, size, _ = props["qcrypto_cell"].split(":")
-            out[f"{plugin}:{size}"] = props.get("qcrypto_verdict", "?")
-    return out
+    return {":".join(cell.split(":")[1:3]): props.get("qcrypto_verdict", "?")
+            for cell, props in cell_properties(junit).items()}
 
 
 def per_operation(saved: Path) -> dict[str, float]:
@@ -158,7 +127,7 @@ def condition(where: Path, name: str, k: int, sizes: list[int], base: dict[str, 
               say: Any, tiny: bool = False) -> dict[str, Any]:
     """``k`` compare runs beside neighbour ``name`` (``tiny``: the 2% cell only without one)."""
     out: dict[str, Any] = {"runs": k, "compares": []}
-    with Neighbour(name):
+    with Neighbour(NEIGHBOURS.get(name), settle_s=1.0):  # running before the first compare
         for i in range(k):
             detect = name == "none" or (i % DETECT_EVERY == 0 and not tiny)
             plugins = [SAME] + ([MORE] if detect else [])
