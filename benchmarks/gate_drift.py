@@ -5,10 +5,7 @@ code that did not change, how often it cannot tell, and how often it catches a r
 Run from the repository (the package installed, e.g. ``pip install -e .``)::
 
     python benchmarks/gate_drift.py           # 20 compares per condition; writes benchmarks/results-DATE/
-    python benchmarks/gate_drift.py --runs 8  # 8 per condition: 22 minutes at load 5 on 2 CPUs
-
-(Issue 23 asks for the default run in under 20 minutes; on 2026-12-03, with the development
-machine at load 5 to 10, compares took a median 52 s, so the default 60 would take about 50.)
+    python benchmarks/gate_drift.py --runs 8  # 8 per condition
     python benchmarks/gate_drift.py --tiny    # a smoke run: 1 compare per condition, exit 0
 
 One pytest process saves a baseline of the default matrix slice (sha256 and aes-128-gcm,
@@ -19,7 +16,9 @@ for the baseline.  Then ``K`` compare processes per condition, one after another
 minutes in all), the conditions taking turns so that the neighbour comes and goes: ``none``,
 ``spin`` (a process spinning on one CPU) and ``memory`` (a process copying 64 MiB buffers on
 one CPU).  In the compares ``s`` = 20%, at the default 10% threshold and every other gate
-default (rounds, confirmation tries and their pause).
+default: a run that saves or compares takes its cells' rounds in turn
+(:mod:`pytest_qcrypto.measure.spread`) and the gate judges them by their slow phase
+(:mod:`pytest_qcrypto.gate.spread`).
 
 Per compare, a *false alarm* is a regression among the 21 unchanged cells; *cannot tell*
 counts the cells (of all 24) that got that verdict; a *detection* is a ``slowed`` cell that
@@ -42,7 +41,7 @@ from pathlib import Path
 from typing import Any
 
 from benchlib import Neighbour, cell_properties, timed_run
-from pytest_qcrypto.gate import drift
+from pytest_qcrypto.gate import spread as gate_spread
 from pytest_qcrypto.measure import machine
 
 SIZES = (16, 64, 256, 1024, 4096, 8192, 32768)
@@ -203,7 +202,7 @@ def main(argv: list[str] | None = None) -> int:
         "settings": {"sizes": sizes, "slowed_sizes": SLOWED_SIZES, "slowdown": SLOWDOWN,
                      "threshold_pct": THRESHOLD, "compares_per_condition": k,
                      "conditions": CONDITIONS, "min_time_s": min_time or "default",
-                     "rule": drift.RULE}}
+                     "rule": gate_spread.RULE}}
     started = time.perf_counter()
     with tempfile.TemporaryDirectory(prefix="gate-drift-") as tmp:
         where = Path(tmp)
@@ -229,7 +228,7 @@ def main(argv: list[str] | None = None) -> int:
     out["verdicts"] = targets(out["summary"])
     lines = [f"gate drift: {len(sizes)} sizes, slowed sha256 at "
              f"{', '.join(str(s) for s in SLOWED_SIZES if s in sizes)} B by {SLOWDOWN:.0%}, "
-             f"threshold {THRESHOLD:g}%, {k} compares per neighbour condition, {drift.RULE}",
+             f"threshold {THRESHOLD:g}%, {k} compares per neighbour condition, {gate_spread.RULE}",
              *table(out["summary"])]
     lines += [f"  {'met' if v['met'] else 'NOT MET'}: {v['target']}: {v['got']}"
               for v in out["verdicts"]]

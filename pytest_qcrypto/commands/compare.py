@@ -152,7 +152,8 @@ def measurement(r: results.Result) -> Measurement:
                        tuple(r.cpu_s), r.canonical_plugin, r.operation, r.driver, r.hardware,
                        jobs=r.jobs, figure_only=figure_only, iv=r.iv, threads=r.threads,
                        counted=counting.from_record(r.instructions) if r.instructions else None,
-                       reference_s=() if figure_only else tuple(r.reference_s))
+                       reference_s=() if figure_only else tuple(r.reference_s),
+                       spread_s=0.0 if figure_only else r.spread_s)
 
 
 def verdicts_of(rules: GateRules, baselines: Baselines,

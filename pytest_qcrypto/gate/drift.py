@@ -130,6 +130,10 @@ class DriftTest:
     threshold_pct: float
     baseline_rounds: int
     rounds: int
+    #: the rule's name, for messages (:data:`RULE`, or :data:`pytest_qcrypto.gate.spread.RULE`)
+    rule: str = RULE
+    #: what the slowdown is measured against, in words
+    against: str = "relative to the reference workload"
 
     @property
     def status(self) -> str:
@@ -145,21 +149,21 @@ class DriftTest:
     def text(self) -> str:
         """``slower by 23% +- 4% against the reference workload (3 rounds then, 9 now,
         reference ratio)``."""
-        return (f"{self.slowdown:.1%} slower relative to the reference workload, noise band "
+        return (f"{self.slowdown:.1%} slower {self.against}, noise band "
                 f"+-{self.band:.1%} ({self.baseline_rounds} rounds in the baseline, "
-                f"{self.rounds} now; {RULE})")
+                f"{self.rounds} now; {self.rule})")
 
     def cannot_tell_text(self) -> str:
         """What a cannot-tell verdict says and what to do about it."""
-        return (f"cannot tell on this machine: {self.slowdown:.1%} slower relative to the "
-                f"reference workload, but the noise band is +-{self.band:.1%}, wider than the "
-                f"threshold {self.threshold_pct:g}%: more --qcrypto-rounds, a quieter runner, "
+        return (f"cannot tell on this machine: {self.slowdown:.1%} slower {self.against}, "
+                f"but the noise band is +-{self.band:.1%}, wider than the threshold "
+                f"{self.threshold_pct:g}%: more --qcrypto-rounds, a quieter runner, "
                 "--qcrypto-measure=instructions, or an A/B run of both versions in one job "
                 "(--qcrypto-target)")
 
     def record(self) -> dict[str, object]:
         """Saved with the verdict: ``drift_slowdown``, ``drift_band``, ``drift_status``."""
-        return {"drift_rule": RULE, "drift_slowdown": self.slowdown,
+        return {"drift_rule": self.rule, "drift_slowdown": self.slowdown,
                 "drift_band": self.band, "drift_status": self.status}
 
 

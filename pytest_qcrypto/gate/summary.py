@@ -148,6 +148,7 @@ def _drift_lines(verdicts: Sequence[Verdict]) -> list[str]:
         lines += [f"  {describe(v.measurement)}: {v.drift.cannot_tell_text()}"
                   for v in unsure if v.drift is not None]
     old = [v for v in told if not v.baseline.reference_s  # type: ignore[union-attr]
+           and not v.baseline.spread_s  # type: ignore[union-attr]  # (gate/spread.py)
            and v.measurement.counted is None]  # a count needs no reference workload
     if old:
         lines.append(f"judged by the clock alone: the baseline of {plural(len(old), 'cell')} "

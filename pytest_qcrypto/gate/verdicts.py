@@ -32,7 +32,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from pytest_qcrypto.gate import drift as gate_drift, stats as gate_stats
+from pytest_qcrypto.gate import drift as gate_drift, spread as gate_spread, stats as gate_stats
 from pytest_qcrypto.results import store as results
 from pytest_qcrypto.measure import threads
 from pytest_qcrypto.gate.stats import TestResult
@@ -216,7 +216,9 @@ def judge(tries: Sequence[Measurement], waits: Sequence[float | None], c: Criter
             if c.judged and c.baseline is not None else None)
     suspicious = c.regressed(figures[-1], base_bps) if last is None else \
         c.judged and last * 100 > (c.threshold.value if c.threshold else math.inf)
-    if more and len(tries) <= c.confirm and (suspicious or c.below_floor(tries[-1])):
+    spread = c.judged and c.baseline is not None and gate_spread.applies(tries[-1], c.baseline)
+    if more and not spread and len(tries) <= c.confirm and \
+            (suspicious or c.below_floor(tries[-1])):  # spread rounds: no confirmation tries
         return None
     # a floor is a promise about what was achieved: it takes the figure by the clock, as
     # the table shows it, and the best try is one that keeps it (any try, when none does);
@@ -230,7 +232,8 @@ def judge(tries: Sequence[Measurement], waits: Sequence[float | None], c: Criter
                 tries_text=_tries_text(tries, waits, best, c.judged))
     if c.judged and c.baseline is not None and c.threshold is not None:
         v.test = gate_stats.test_tries(tries, waits, c.baseline, c.threshold.value)
-        v.drift = gate_drift.drift_test(tries, waits, c.baseline, c.threshold.value)
+        v.drift = gate_spread.spread_test(tries[-1], c.baseline, c.threshold.value) \
+            if spread else gate_drift.drift_test(tries, waits, c.baseline, c.threshold.value)
     if v.drift is not None and not c.not_judged:
         _judge_drift(v, c, v.drift)
     else:
@@ -296,10 +299,10 @@ def _judge_drift(v: Verdict, c: Criteria, d: gate_drift.DriftTest) -> None:
         v.failures.append(
             f"regression: {describe(kept)}: {kib(kept.rate, kept.unit)} {kept.unit} now, "
             f"baseline {kib(baseline.rate, kept.unit)} {kept.unit}, change {pct(v.change)} "
-            f"relative to the reference workload ({pct(v.clock_change)} by the clock), "
+            f"{d.against} ({pct(v.clock_change)} by the clock), "
             f"threshold {c.threshold.value:g}% ({c.threshold.source}); {v.tries_text}; "
             f"beyond the threshold by more than the noise band +-{d.band:.1%} "
-            f"({d.baseline_rounds} rounds in the baseline, {d.rounds} now; {gate_drift.RULE})")
+            f"({d.baseline_rounds} rounds in the baseline, {d.rounds} now; {d.rule})")
 
 
 # -- the run's rules and baseline ------------------------------------------------------------

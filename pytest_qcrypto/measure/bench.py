@@ -338,7 +338,6 @@ def _measure_here(bench: BenchContext, size: int, way: _Way, min_time: float, ro
     A size-less cell (:mod:`pytest_qcrypto.measure.pkey_bench`) has size 0 and times ``way.operation``."""
     run, direction, size, work, checked_runner = prepare(bench, size, way)
     alg, ctx, typed = bench.algorithm, bench.context, bench.selection.typed
-    roundtrip = direction == Direction.ROUNDTRIP
     one_thread = None
     workers: tuple[harness.WorkerRecord, ...] = ()
     if jobs > 1:
@@ -359,6 +358,17 @@ def _measure_here(bench: BenchContext, size: int, way: _Way, min_time: float, ro
     else:
         timing = harness.time_runner(run, min_time=min_time, rounds=rounds,
                                      between=reference.reference_s)
+    return measurement_of(bench, timing, direction, size, work, jobs=jobs, workers=workers,
+                        threads=threads, one_thread=one_thread)
+
+
+def measurement_of(bench: BenchContext, timing: Any, direction: Direction, size: int,
+                 work: Workload, *, jobs: int = 1, workers: tuple[Any, ...] = (),
+                 threads: int = 1, one_thread: float | None = None,
+                 spread_s: float = 0.0) -> Measurement:
+    """The :class:`Measurement` of ``timing`` (a harness, jobs or threads timing)."""
+    alg, ctx, typed = bench.algorithm, bench.context, bench.selection.typed
+    roundtrip = direction == Direction.ROUNDTRIP
     first_iv = work.nonces[0] if work.nonces else work.iv
     return Measurement(
         algorithm=alg.name, plugin=typed, size=size, direction=direction, count=timing.count,
@@ -368,7 +378,8 @@ def _measure_here(bench: BenchContext, size: int, way: _Way, min_time: float, ro
         jobs=jobs if jobs > 1 else 1, workers=workers, calibration_note=timing.note,
         iv=bytes(first_iv).hex(), threads=threads, one_thread_bps=one_thread,
         threads_cpu_wait=getattr(timing, "cpu_wait", None),
-        reference_s=getattr(timing, "reference_s", ()))
+        reference_s=getattr(timing, "reference_s", ()), spread_s=spread_s)
+
 
 
 class OpenError(Exception):

@@ -141,6 +141,9 @@ class Measurement:
     #: CPU seconds of the reference workload timed right after each round (empty: not
     #: timed; :mod:`pytest_qcrypto.measure.reference`)
     reference_s: tuple[float, ...] = field(default=(), compare=False)
+    #: seconds its rounds spanned when they were taken in turn with the other cells of the
+    #: run (:mod:`pytest_qcrypto.measure.spread`); 0.0: taken back to back
+    spread_s: float = field(default=0.0, compare=False)
 
     @property
     def operations(self) -> int:

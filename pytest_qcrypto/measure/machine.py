@@ -136,12 +136,13 @@ def cpu_clock_too_coarse(cpu_s: Sequence[float]) -> bool:
 def noise(m: Measurement) -> list[str]:
     """Why the figure of ``m`` is noisy: rounds too short to trust (a stall during
     calibration, :data:`pytest_qcrypto.measure.harness.SHORT_ROUND`), a wide spread of rounds, CPU far
-    below wall time."""
+    below wall time.  Rounds spread over the run (:mod:`pytest_qcrypto.measure.spread`) sample
+    the machine's phases on purpose: their spread is not noted."""
     out = []
     note = m.calibration_note
     if note:
         out.append(note)
-    if m.rounds_s and min(m.rounds_s) > 0 and m.spread > MAX_SPREAD:
+    if m.rounds_s and min(m.rounds_s) > 0 and m.spread > MAX_SPREAD and not m.spread_s:
         out.append(f"rounds spread {(m.spread - 1) * 100:.0f}% "
                    f"({min(m.rounds_s):.3g} to {max(m.rounds_s):.3g} s)")
     capacity = m.median_s * m.jobs

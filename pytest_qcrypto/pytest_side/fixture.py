@@ -14,8 +14,8 @@ the run's summary table.
 
 When the regression gate is on, :meth:`MeasuredContext.measure` runs the retry
 loop that :func:`pytest_qcrypto.gate.verdicts.judge` decides on: measure, ask the gate,
-measure again while it says so; then it records the best try with its verdict
-and fails the test when the verdict has failures.
+measure again while it says so (not spread rounds: pytest_side/spread.py); then it
+records the best try with its verdict and fails the test when the verdict has failures.
 """
 
 from __future__ import annotations
@@ -27,9 +27,9 @@ from typing import Any, NoReturn
 
 import pytest
 
-from pytest_qcrypto.measure import bench, callables
 from pytest_qcrypto.gate import counted as counted_gate, verdicts as gate
-from pytest_qcrypto.measure import limits, pkey_bench
+from pytest_qcrypto.measure import bench, callables, limits, pkey_bench
+from pytest_qcrypto.pytest_side import spread as spreading
 from pytest_qcrypto.backends.base import AuthenticationError, Unavailable, Unsupported
 from pytest_qcrypto.measure.bench import BenchContext, Case, Randomness
 from pytest_qcrypto.measure.harness import Measurement, TimerError
@@ -66,6 +66,9 @@ def _abandoned(who: str, exc: limits.CallTimeout) -> str:
 Recorder = Callable[[Measurement, "gate.Verdict | None"], None]
 #: What a measurement is judged against (the regression gate's pytest side gives it).
 CriteriaOf = Callable[[Measurement], gate.Criteria]
+Spreader = Callable[[str, str, "int | None", "dict[str, Any]"], "Measurement | None"]  # spread.py
+
+
 @dataclass(frozen=True)
 class MeasureOptions:
     """How measurements run: the run's ``--qcrypto-*`` settings.
@@ -101,12 +104,14 @@ class MeasuredContext:
     """An open context as tests see it: :meth:`measure` times it and records the figure."""
 
     def __init__(self, ctx: BenchContext, record: Recorder, options: MeasureOptions,
-                 criteria: CriteriaOf | None = None, meter: WaitMeter | None = None) -> None:
+                 criteria: CriteriaOf | None = None, meter: WaitMeter | None = None,
+                 spread: Spreader | None = None) -> None:
         self.bench = ctx
         self._record = record
         self.options = options
         self._criteria = criteria
         self._meter = meter
+        self._spread = spread  # the run's spread measurement of a matrix cell
 
     @property
     def algorithm(self) -> str:
@@ -163,7 +168,7 @@ class MeasuredContext:
         way: dict[str, Any] = {"decrypt": decrypt, "roundtrip": roundtrip}
         if not alg.rules.sized:
             way = {"operation": operation or str(alg.directions[0])}
-        m = self._measure(size, way, options)
+        m = self._measure(size, way, options, spread=options == self.options)
         if self._criteria is None:  # the regression gate is off
             self._record(m, None)
             return m
@@ -177,7 +182,8 @@ class MeasuredContext:
             pytest.fail(verdict.message, pytrace=False)
         return m
 
-    def _measure(self, size: int, way: dict[str, Any], options: MeasureOptions) -> Measurement:
+    def _measure(self, size: int, way: dict[str, Any], options: MeasureOptions,
+                 spread: bool = False) -> Measurement:
         who = f"{self.plugin} {self.algorithm}"
         at = f"{way['operation']}" if "operation" in way else f"at {size} bytes"
         if self.bench.abandoned:
@@ -185,6 +191,8 @@ class MeasuredContext:
         if self.bench.closed:
             fail(f"{who} {at}: not measured, the context is closed")
         try:
+            if spread and (got := spreading.taken(self._spread, self, size, way)) is not None:
+                return got
             kwargs = dataclasses.asdict(options)  # "time": unsaid (older targets lack it)
             return self.bench.measure(size, **way, **{k: v for k, v in kwargs.items()
                                                       if (k, v) != ("measure", "time")})
@@ -245,8 +253,9 @@ class QcryptoFixture:
                  options: MeasureOptions | None = None,
                  interrupted: Callable[[], bool] = lambda: False, *,
                  criteria: CriteriaOf | None = None, meter: WaitMeter | None = None,
-                 targets: Any = None, asked: Callable[[], list[Any]] | None = None) -> None:
-        self._registry = registry
+                 targets: Any = None, asked: Callable[[], list[Any]] | None = None,
+                 spread: Spreader | None = None) -> None:
+        self._spread, self._registry = spread, registry
         #: the crypto plugins the run chose (None: any): a size-less cell's checks cross with
         #: these and the reference plugin only (``registry.peers_of``)
         self._asked = asked
@@ -314,7 +323,8 @@ class QcryptoFixture:
             return []
 
     def _opened(self, ctx: Any) -> MeasuredContext:
-        measured = MeasuredContext(ctx, self._record, self.options, self._criteria, self._meter)
+        measured = MeasuredContext(ctx, self._record, self.options, self._criteria, self._meter,
+                                   self._spread)
         self._open.append(measured)
         return measured
 

@@ -22,7 +22,7 @@ from typing import Any
 import pytest
 
 from pytest_qcrypto.algorithms import callable_names
-from pytest_qcrypto.gate import compare, verdicts as gate, stats as gate_stats
+from pytest_qcrypto.gate import compare, spread as gate_spread, verdicts as gate, stats as gate_stats
 from pytest_qcrypto.results import lock as save_lock, store as results
 from pytest_qcrypto.algorithms import settings
 from pytest_qcrypto.gate.compare import Baselines
@@ -220,7 +220,11 @@ def properties(v: Verdict) -> list[tuple[str, str]]:
                   ("qcrypto_change_pct", gate.pct(v.change).rstrip("%"))]
         if v.threshold is not None:
             props.append(("qcrypto_threshold_pct", f"{v.threshold.value:g}"))
-        if v.test is not None:  # the decision rule's statistic (gate_stats)
+        if v.drift is not None and v.drift.rule.startswith(gate_spread.RULE):
+            props += [("qcrypto_rule", v.drift.rule),
+                      ("qcrypto_slowdown_pct", f"{v.drift.slowdown * 100:.2f}"),
+                      ("qcrypto_band_pct", f"{v.drift.band * 100:.2f}")]
+        elif v.test is not None:  # the decision rule's statistic (gate_stats)
             props += [("qcrypto_rule", gate_stats.RULE), ("qcrypto_p_value", f"{v.test.p:.4g}"),
                       ("qcrypto_false_alarm_rate", f"{v.test.alpha:g}"),
                       ("qcrypto_rounds_below", f"{v.test.below}/{v.test.rounds}"),
@@ -379,7 +383,8 @@ class GatePlugin:
                               self.saved, self.machine_differences, self.library_difference)
         rule = gate_stats.summary_lines(
             [(gate.describe(v.measurement), v.test, v.threshold.value, v.status == gate.REGRESSION)
-             for v in verdicts.values() if v.test is not None and v.threshold is not None],
+             for v in verdicts.values() if v.test is not None and v.threshold is not None
+             and not (v.drift and v.drift.rule.startswith(gate_spread.RULE))],
             self._run_state()[0].get("rounds"), self.rules.confirm)
         lines = lines[:-1] + rule + lines[-1:] if self.saved else lines + rule
         return lines + ([self.nothing_judged] if self.nothing_judged else [])

@@ -395,6 +395,7 @@ class QcryptoRun(RunSettings):
     def fixture(self, item: pytest.Item | None = None) -> Any:
         """The ``qcrypto`` fixture of ``item``: its measurements are judged by the gate (when
         the run has one) and recorded for the item."""
+        from pytest_qcrypto.pytest_side import spread as spreading
         from pytest_qcrypto.pytest_side.fixture import MeasureOptions, QcryptoFixture
 
         s = self.settings
@@ -414,4 +415,5 @@ class QcryptoRun(RunSettings):
             lambda: self.registry, lambda m, verdict: self.record(m, verdict, item), self.rng,
             options, interrupted=lambda: interrupts.seen is not None,
             criteria=criteria, meter=self.meter, targets=self.targets,
-            asked=lambda: [s.plugin for s in self.selections])  # the checks' peers
+            asked=lambda: [s.plugin for s in self.selections],  # the checks' peers
+            spread=spreading.spreader(spreading.for_run(self, item, case_of), item))

@@ -115,6 +115,9 @@ class Result:
     #: CPU seconds of the reference workload timed right after each round (one per round of
     #: ``rounds_s``; empty: a file saved before they were, judged by the clock alone)
     reference_s: tuple[float, ...] = ()
+    #: seconds its rounds spanned, taken in turn with the other cells of the run
+    #: (:mod:`pytest_qcrypto.measure.spread`); 0.0: back to back (or saved before they were)
+    spread_s: float = 0.0
     #: the outcome of the test that measured it, when not passed (``failed``: it failed or
     #: errored after measuring); such a result is never used as a baseline
     outcome: str = ""
@@ -142,7 +145,8 @@ class Result:
                    verdict=dict(verdict) if verdict else None, threads=m.threads,
                    one_thread_bytes_per_second=m.one_thread_bps if m.threads > 1 else None,
                    instructions=counted_record(m.counted, m.size) if m.counted else None,
-                   reference_s=tuple(getattr(m, "reference_s", ())))
+                   reference_s=tuple(getattr(m, "reference_s", ())),
+                   spread_s=float(getattr(m, "spread_s", 0.0) or 0.0))
 
     @property
     def key(self) -> tuple[str, str, int, str]:
@@ -239,6 +243,8 @@ class Result:
             out["tries"] = list(self.tries)
         if self.reference_s:
             out["reference_s"] = list(self.reference_s)
+        if self.spread_s:
+            out["spread_s"] = self.spread_s
         if self.workers:
             out["workers"] = [w.to_json() for w in self.workers]
         if self.iv:

@@ -62,6 +62,9 @@ that repeats (algorithm, canonical plugin, size, direction) for the same test.
 timed right after each round (:mod:`pytest_qcrypto.measure.reference`); the gate judges
 rounds against them (:mod:`pytest_qcrypto.gate.drift`); a file without them loads and is
 judged by the clock alone.
+``spread_s`` (optional, seconds, default 0) is the time its rounds spanned when they were
+taken in turn with the other cells of the run (:mod:`pytest_qcrypto.measure.spread`); the
+gate judges two such sides by their slow phase (:mod:`pytest_qcrypto.gate.spread`).
 ``tries`` (optional) lists ``bytes_per_second`` of every try when the gate measured a
 cell again; ``verdict`` (optional) its decision against a baseline and its statistic
 (:meth:`.gate_stats.TestResult.record`).  ``outcome`` (optional): ``"failed"`` when
@@ -212,6 +215,8 @@ def _result(r: object, i: int, check: _Checker) -> Result:
         one_thread_bytes_per_second=g(r, "one_thread_bytes_per_second", w, "a positive number",
                                       lambda v: _is_number(v) and v > 0, None),
         reference_s=tuple(g(r, "reference_s", w, "a list of seconds, one per round", cpu, [])),
+        spread_s=g(r, "spread_s", w, "a number of seconds from 0",
+                   lambda v: _is_number(v) and v >= 0, 0.0),
         outcome=g(r, "outcome", w, '"passed" or "failed"', lambda v: v in ("passed", "failed"),
                   "").replace("passed", ""),
     )

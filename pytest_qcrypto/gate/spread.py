@@ -1,0 +1,147 @@
+"""The wall-clock gate's rule for rounds spread over the run: the slow phase against the slow
+phase, with a noise band from the rounds themselves.
+
+When both the baseline and the current measurement of a cell took their rounds spread over
+their runs (:mod:`pytest_qcrypto.measure.spread`: ``spread_s`` > 0, at least
+:data:`MIN_ROUNDS` rounds), the rounds sample the machine's phases: a slow phase most of the
+time and bursts up to 1.8 times faster when a neighbour on the same core pauses (measured on
+the project's 2-CPU development machine).  The share of bursts changes from run to run, so
+a median (or a mean) moves with it; the slow phase does not.  The rule:
+
+* Each round's rate is its work (bytes, or operations) over its CPU seconds (a wait for a
+  CPU counts in no round), or over its wall seconds for a cell that runs off the CPU (the
+  baseline's median round on the CPU less than
+  :data:`~pytest_qcrypto.gate.drift.MIN_CPU_SHARE` of its time: a device, a sleep).
+* Each side's figure is the :data:`QUANTILE` quantile of its round rates (the slow
+  phase's speed; interpolated as ``statistics.quantiles``' inclusive method), and the slowdown is ``1 -
+  current / baseline``, over the same ratio of the reference workload's rates (timed once
+  a pass, :mod:`pytest_qcrypto.measure.reference`) when both sides have them: a machine
+  slower through a whole run slows both and leaves the ratio alone (measured there: the
+  reference workload's 25th percentile moved under 1.5% between the three conditions).
+* The noise band is :data:`~pytest_qcrypto.gate.drift.Z` standard deviations of that log
+  ratio, estimated by resampling both sides' rounds (:data:`RESAMPLES` bootstrap draws, a
+  fixed seed, so that a verdict is repeatable): ``band = exp(Z sd) - 1``.
+* Verdicts as :class:`~pytest_qcrypto.gate.drift.DriftTest` gives them: at most the
+  threshold slower: pass; beyond it with the band's lower edge too: regression; beyond it,
+  not its edge, with a band wider than the threshold: cannot tell on this machine; else
+  within noise.  No confirmation tries: the spread rounds are the confirmation.
+
+Measured on that machine (rounds of 5 cells in turn, 25 rounds 0.5 s apart a side,
+baselines from a quiet run, currents from quiet, spinning-neighbour and memory-neighbour
+runs): the log ratio of the 25th percentiles had a standard deviation of 2.7 to 3.0% and a
+mean within 0.7% of zero in every condition.  Plain Python, never measures, no pytest.
+"""
+
+from __future__ import annotations
+
+import math
+import random
+import statistics
+from collections.abc import Sequence
+
+from pytest_qcrypto.gate.drift import DriftTest, Z, on_the_cpu
+from pytest_qcrypto.measure.harness import Measurement
+from pytest_qcrypto.results.model import Result
+
+RULE = "slow phase of spread rounds"
+#: The quantile of the round rates each side is judged by: the slow phase (see the module).
+QUANTILE = 0.25
+#: The fewest rounds a side needs for this rule (fewer: the gate's other rules judge).
+MIN_ROUNDS = 9
+#: Bootstrap draws for the noise band, and their seed.
+RESAMPLES, SEED = 400, 23
+
+
+def quantile(rates: Sequence[float], q: float = QUANTILE) -> float:
+    """The ``q`` quantile of ``rates``, interpolated between the two nearest order
+    statistics at ``q * (n - 1)`` (what ``statistics.quantiles(..., method="inclusive")``
+    gives at its cut points); a single rate is its own."""
+    data = sorted(rates)
+    j, frac = divmod(q * (len(data) - 1), 1.0)
+    k = int(j)
+    return data[k] if k + 1 >= len(data) else data[k] + (data[k + 1] - data[k]) * frac
+
+
+def _rates(work: float, seconds: Sequence[float]) -> list[float] | None:
+    if len(seconds) < MIN_ROUNDS or min(seconds) <= 0:
+        return None
+    return [work / s for s in seconds]
+
+
+def baseline_rates(r: Result) -> tuple[list[float], bool] | None:
+    """The baseline's round rates (work per round over each round's CPU seconds, or wall
+    seconds off the CPU) and whether they are CPU rates; None when its rounds were not
+    spread."""
+    if not getattr(r, "spread_s", 0) or not r.rounds_s:
+        return None
+    work = r.bytes_per_second * statistics.median(r.rounds_s)  # the work of one round
+    by_cpu = on_the_cpu(r.rounds_s, r.cpu_s, r.cpu_wait_share)
+    rates = _rates(work, r.cpu_s if by_cpu else r.rounds_s)
+    return (rates, by_cpu) if rates is not None else None
+
+
+def current_rates(m: Measurement, by_cpu: bool) -> list[float] | None:
+    """``m``'s round rates by the same clock as its baseline's; None unless spread."""
+    if not getattr(m, "spread_s", 0):
+        return None
+    seconds = m.cpu_s if by_cpu else m.rounds_s
+    if by_cpu and len(m.cpu_s) != len(m.rounds_s):
+        return None
+    return _rates(m.operations * (m.size or 1), seconds)
+
+
+def _log_ratio(base: Sequence[float], now: Sequence[float], ref_base: Sequence[float],
+               ref_now: Sequence[float]) -> float:
+    """log of the current quantile over the baseline's, less the same of the reference
+    workload's rates (none: nothing less)."""
+    out = math.log(quantile(now)) - math.log(quantile(base))
+    if ref_base and ref_now:
+        out -= math.log(quantile(ref_now)) - math.log(quantile(ref_base))
+    return out
+
+
+def band(base: Sequence[float], now: Sequence[float], ref_base: Sequence[float] = (),
+         ref_now: Sequence[float] = (), seed: int = SEED) -> float:
+    """The noise band of the slowdown (:func:`_log_ratio`), a fraction: each side's rates
+    (and reference rates) resampled, :data:`RESAMPLES` times."""
+    rng = random.Random(seed)
+
+    def draw(xs: Sequence[float]) -> list[float]:
+        return [xs[rng.randrange(len(xs))] for _ in xs]
+    logs = [_log_ratio(draw(base), draw(now), draw(ref_base) if ref_base else (),
+                       draw(ref_now) if ref_now else ()) for _ in range(RESAMPLES)]
+    return math.expm1(Z * statistics.stdev(logs))
+
+
+def reference_rates(reference_s: Sequence[float], rounds: int) -> list[float]:
+    """The reference workload's rates (1 / seconds), one per round; empty when they do not
+    fit (another count, a time the clock could not resolve)."""
+    if len(reference_s) != rounds or not reference_s or min(reference_s) <= 0:
+        return []
+    return [1 / r for r in reference_s]
+
+
+def applies(m: Measurement, baseline: Result) -> bool:
+    """Whether both sides took their rounds spread (enough of them, with CPU times)."""
+    base = baseline_rates(baseline)
+    return base is not None and current_rates(m, base[1]) is not None
+
+
+def spread_test(m: Measurement, baseline: Result, threshold_pct: float) -> DriftTest | None:
+    """The rule on ``m`` against ``baseline``; None unless both took spread rounds."""
+    base = baseline_rates(baseline)
+    if base is None:
+        return None
+    now = current_rates(m, base[1])
+    if now is None:
+        return None
+    ref_base = reference_rates(baseline.reference_s, len(base[0]))
+    ref_now = reference_rates(m.reference_s, len(now))
+    if not (ref_base and ref_now):
+        ref_base = ref_now = []
+    slow = -math.expm1(_log_ratio(base[0], now, ref_base, ref_now))
+    return DriftTest(slow, band(base[0], now, ref_base, ref_now), (slow,), threshold_pct,
+                     len(base[0]), len(now),
+                     rule=RULE if base[1] else f"{RULE}, by the clock",
+                     against=f"in the slow phase ({QUANTILE:.0%} quantile of the round rates"
+                     + (", against the reference workload's)" if ref_base else ")"))
