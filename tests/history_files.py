@@ -5,7 +5,8 @@ off a fake clock (each round's seconds computed, never measured), with seeded no
 :func:`pytest_qcrypto.results.history.add`, one a day from 2026-11-01, each with its own git
 commit (``commit_of(i)``), every cell of :data:`CELLS` (or ``cells``) at a level of its own
 times a run-to-run noise of ``noise`` (lognormal sd) and a round-to-round one of 0.5%; from
-run ``step_at`` on (1-based), the cell ``step_cell`` is ``factor`` times as fast.
+run ``step_at`` on (1-based), the cell ``step_cell`` is ``factor`` times as fast; with ``version_at=(run, text)`` the plugin's version is ``text``
+from that run on.
 """
 
 from __future__ import annotations
@@ -53,7 +54,8 @@ def write_history(folder: Path, runs: int = 30, step_at: int = 18, factor: float
                   step_cell: tuple[str, str, int, str] | None = STEP_CELL,
                   cells: tuple[tuple[str, str, int, str], ...] = CELLS, noise: float = 0.015,
                   seed: int = 27, machine: dict | None = None, plugin: str | None = None,
-                  version: str = "OpenSSL 3.0.13") -> list[Path]:
+                  version: str = "OpenSSL 3.0.13", version_at: tuple[int, str] | None = None
+                  ) -> list[Path]:
     """Write the history (module doc); the paths written, in run order."""
     rng = random.Random(seed)
     base = {c: 2e8 * (1 + i % 7) * c[2] / (c[2] + 64) for i, c in enumerate(cells)}
@@ -66,9 +68,10 @@ def write_history(folder: Path, runs: int = 30, step_at: int = 18, factor: float
                 rate *= factor
             results.append(result(c, rate, rng, plugin))
         name = plugin or "openssl"
+        shown = version_at[1] if version_at and run >= version_at[0] else version
         doc = ResultsFile(results, machine=dict(machine or MACHINE),
                           plugins={name: {"canonical": name, "library": "pyca/cryptography",
-                                          "version": version, "drivers": []}},
+                                          "version": shown, "drivers": []}},
                           created=(START + timedelta(days=run - 1)).strftime("%Y-%m-%dT%H:%M:%SZ"),
                           source={"git_commit": commit_of(run), "git_dirty": False},
                           settings={"rounds": 5})
