@@ -171,3 +171,25 @@ def test_since_and_k_choose_runs_and_cells(here, capsys):
     first = capsys.readouterr().out.splitlines()[0]
     assert first == ("qcrypto history: 21 runs in hist (2026-11-10T08:00:00Z to "
                      "2026-11-30T08:00:00Z), 7 cells on 1 machine")
+
+
+def test_runs_add_themselves_with_history_and_are_read_back(here, capsys):
+    args = ["speed", "-D", "sha256", "-P", "hashlib", "--qcrypto-size=1024",
+            "--qcrypto-min-time=0.01", "--qcrypto-rounds=3", "--history=hist"]
+    assert qcrypto.main(args) == 0
+    assert qcrypto.main([*args, "--qcrypto-save=run.json"]) == 0
+    err = capsys.readouterr().err
+    assert f"qcrypto: 1 result added to the history as {here / 'hist'}/" in err
+    assert f"qcrypto: 1 result saved to {here / 'run.json'}; added to the history as " in err
+    names = sorted(p.name for p in (here / "hist").iterdir())
+    assert len(names) == 2 and all(n.endswith(".json") for n in names)
+    assert qcrypto.main(["history", "hist"]) == 0
+    assert capsys.readouterr().out.splitlines()[0].startswith(
+        "qcrypto history: 2 runs in hist (")
+
+
+def test_a_history_folder_that_is_a_file_is_a_usage_error(here, capsys):
+    (here / "afile").write_text("")
+    assert qcrypto.main(["speed", "-D", "sha256", "-P", "hashlib", "--history=afile"]) == 4
+    assert capsys.readouterr().err.startswith(
+        "ERROR: --qcrypto-history: cannot add to afile: it exists and is not a directory\n")

@@ -79,7 +79,7 @@ def check_folder(folder: Path) -> str | None:
     folder above it that exists."""
     folder = Path(folder)
     if folder.exists() and not folder.is_dir():
-        return f"{folder} exists and is not a directory"
+        return "it exists and is not a directory"
     probe = folder
     while not probe.exists():
         probe = probe.parent
