@@ -109,7 +109,8 @@ def open_page(path: Path, expressions: dict[str, str], width: int = 1000) -> Loa
     from_browser_r, from_browser_w = os.pipe()
 
     def wire() -> None:  # in the child: fd 3 reads commands, fd 4 writes answers
-        commands, answers = os.dup(to_browser_r), os.dup(from_browser_w)  # an original may be 3 or 4
+        # copied first: an original may be 3 or 4
+        commands, answers = os.dup(to_browser_r), os.dup(from_browser_w)
         os.dup2(commands, 3)
         os.dup2(answers, 4)
 

@@ -5,8 +5,8 @@ off a fake clock (each round's seconds computed, never measured), with seeded no
 :func:`pytest_qcrypto.results.history.add`, one a day from 2026-11-01, each with its own git
 commit (``commit_of(i)``), every cell of :data:`CELLS` (or ``cells``) at a level of its own
 times a run-to-run noise of ``noise`` (lognormal sd) and a round-to-round one of 0.5%; from
-run ``step_at`` on (1-based), the cell ``step_cell`` is ``factor`` times as fast; with ``version_at=(run, text)`` the plugin's version is ``text``
-from that run on.
+run ``step_at`` on (1-based), the cell ``step_cell`` is ``factor`` times as fast; with
+``version_at=(run, text)`` the plugin's version is ``text`` from that run on.
 """
 
 from __future__ import annotations

@@ -122,3 +122,22 @@ def test_a_real_run_writes_json_alone_to_standard_output(capsys):
     (entry,) = json.loads(capsys.readouterr().out)
     assert entry["name"] == "sha256 hashlib 1024 B digest" and entry["unit"] == "KiB/s"
     assert entry["value"] > 0 and entry["range"].startswith("± ")
+
+
+def test_a_files_strings_make_no_markup_in_the_job_summary(tmp_path, monkeypatch, capsys):
+    hostile = ["<script>alert(1)</script>", "[x](https://evil.example)",
+               "![i](http://evil.example/i.png)", "www.evil.example", "`code` &amp; |~~x~~"]
+    cells = [Result("sha256", name, 1024, "digest", 1000 * 1024 / 0.010, count=1000,
+                    rounds_s=ROUNDS, cpu_s=ROUNDS, canonical_plugin=name) for name in hostile]
+    store.save(tmp_path / "run.json", ResultsFile(cells, machine={"cpu_model": "<b>CPU</b>"}))
+    monkeypatch.setenv("GITHUB_STEP_SUMMARY", str(tmp_path / "summary.md"))
+    assert qcrypto.main(["report", str(tmp_path / "run.json")]) == 0
+    summary = (tmp_path / "summary.md").read_text()
+    rows = [line for line in summary.splitlines() if line.startswith("| run/")]
+    assert rows[:2] == ["| run/\\<script\\>alert(1)\\</script\\> | 100000.00 |",
+                        "| run/\\[x\\](https\\://evil.example) | 100000.00 |"]
+    assert rows[3:] == ["| run/www\\.evil.example | 100000.00 |",
+                        "| run/\\`code\\` \\&amp; \\|\\~\\~x\\~\\~ | 100000.00 |"]
+    for mark in ("<", ">", "[", "]", "`", "&", "~"):  # every one escaped
+        assert summary.count(mark) == summary.count("\\" + mark), mark
+    assert "://" not in summary.replace("\\://", "")
