@@ -18,10 +18,12 @@ cell's speed):
    least-squares cost, each point weighed by the inverse of its variance, with a penalty
    per step (:func:`penalty`: ``4 ln n``, a stricter Schwarz/BIC penalty so that a few
    hundred noisy cells raise no false step), each segment at least :data:`MIN_RUN` points
-   long: found exactly by PELT (Killick, Fearnhead and Eckley 2012, "Optimal detection of
-   changepoints with a linear computational cost", JASA 107(500)), the pruned form of
-   Jackson et al. 2005's optimal partitioning.  This is airspeed velocity's approach
-   (a piecewise-constant fit weighted by each point's uncertainty) with an exact solver.
+   long, found by binary segmentation (Scott and Knott 1974; Vostrikova 1981): the best
+   single split of a segment is kept when it lowers the cost by more than the penalty, and
+   each half is split again.  That is O(n log n) in pure Python, where an exact optimal
+   partition (PELT, Killick, Fearnhead and Eckley 2012) keeps O(n) candidates in a series
+   without change: minutes for a history of 1,000 runs x 300 cells.  This is airspeed
+   velocity's approach (a piecewise-constant fit weighted by each point's uncertainty).
 
 Plain Python: no pytest, nothing measured.
 """
@@ -91,7 +93,7 @@ def penalty(n: int) -> float:
     """The cost of one more step in a series of ``n`` points: ``4 ln n`` (module doc).
 
     Simulated here (30 points of 2% normal run-to-run noise, 0.5% spread per point; 2,000
-    series): 0.55% of noise-only series get a step (none of 200 of 300 points), none with
+    series): 0.5% of noise-only series get a step (none of 200 of 300 points), none with
     one or two runs 30-40% slow, a 20% step is found at its run in 99.8%, a 5% one in 91%.
     """
     return PENALTY * math.log(max(n, 2))
@@ -99,11 +101,8 @@ def penalty(n: int) -> float:
 
 def partition(ys: Sequence[float], weights: Sequence[float], beta: float,
               min_run: int = MIN_RUN) -> list[int]:
-    """The starts of the segments after the first (0 < start < n) of the optimal partition of
-    ``ys`` (module doc, step 3): PELT with segments of at least ``min_run`` points."""
-    n = len(ys)
-    if n < 2 * min_run:
-        return []
+    """The starts of the segments after the first (0 < start < n) of ``ys`` (module doc,
+    step 3): binary segmentation with segments of at least ``min_run`` points."""
     sw, swy, swyy = [0.0], [0.0], [0.0]
     for y, w in zip(ys, weights):
         sw.append(sw[-1] + w)
@@ -111,28 +110,21 @@ def partition(ys: Sequence[float], weights: Sequence[float], beta: float,
         swyy.append(swyy[-1] + w * y * y)
 
     def cost(a: int, b: int) -> float:  # points a..b-1 about their weighted mean
-        w = sw[b] - sw[a]
         s = swy[b] - swy[a]
-        return (swyy[b] - swyy[a]) - s * s / w
+        return (swyy[b] - swyy[a]) - s * s / (sw[b] - sw[a])
 
-    best = [-beta] + [math.inf] * n  # best[t]: the least cost of points 0..t-1, steps paid
-    last = [0] * (n + 1)
-    candidates: list[int] = []
-    for t in range(min_run, n + 1):
-        s_new = t - min_run  # a segment may start where one of at least min_run points ends
-        if s_new == 0 or s_new >= min_run:
-            candidates.append(s_new)
-        scored = [(best[s] + cost(s, t) + beta, s) for s in candidates]
-        best[t], last[t] = min(scored)
-        # PELT's pruning: a start that cannot be optimal for t cannot be for any later t
-        candidates = [s for s in candidates if best[s] + cost(s, t) <= best[t]]
-    starts = []
-    t = n
-    while t > 0:
-        s = last[t]
-        if s > 0:
-            starts.append(s)
-        t = s
+    starts: list[int] = []
+    pending = [(0, len(ys))]
+    while pending:
+        a, b = pending.pop()
+        if b - a < 2 * min_run:
+            continue
+        whole = cost(a, b)
+        gain, split = max((whole - cost(a, s) - cost(s, b), s)
+                          for s in range(a + min_run, b - min_run + 1))
+        if gain > beta:
+            starts.append(split)
+            pending += [(a, split), (split, b)]
     return sorted(starts)
 
 
