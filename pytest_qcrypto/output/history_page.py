@@ -7,7 +7,8 @@ overview table gives each cell's latest figure, its change at its latest step, i
 and a small trend line; then one ``<svg class="chart">`` per cell: each run's figure (the
 median round's) with its spread (a bar from the slowest to the fastest round), the level of
 each segment between steps, and each step as a dashed line labelled with the commits on
-either side.  Hovering a point shows its run, commit, time and figures (SVG ``<title>``).
+either side.  Hovering a point shows its run, commit, time and figures (SVG ``<title>``; up to
+:data:`MAX_MARKERS` runs a chart).
 
 Every string that comes from a results file (plugin and library names, versions, machine
 names, commits, file names) is escaped (:func:`html.escape`, quotes included) before it is
@@ -25,6 +26,10 @@ CSP = "default-src 'none'; style-src 'unsafe-inline'; img-src data:"
 #: A chart's size in CSS pixels, and its margins (left, right, top, bottom).
 WIDTH, HEIGHT = 760, 250
 LEFT, RIGHT, TOP, BOTTOM = 90, 20, 30, 40
+#: A chart of more runs than this draws no marker per run (no hover text): its points are
+#: then one line and its spreads one path, so that a page of 300 cells of 1,000 runs stays
+#: a few megabytes; the steps keep their labels.
+MAX_MARKERS = 200
 #: The trend line's size in the overview.
 SPARK_W, SPARK_H = 120, 24
 STYLE = """
@@ -113,14 +118,15 @@ def chart_svg(chart: Chart, number: int) -> str:
         out.append(f'<text x="{sx + 3:.1f}" y="{TOP - 6}" fill="{colour}">{change * 100:+.1f}% '
                    f'{esc(commits)}</text>')
     xy = " ".join(f"{x[i]:.1f},{y(p[3]):.1f}" for i, p in enumerate(pts))
+    bars = "".join(f"M{x[i]:.1f} {y(p[4]):.1f}V{y(p[5]):.1f}" for i, p in enumerate(pts))
+    out.append(f'<path d="{bars}" stroke="#729fcf" fill="none"/>')
     out.append(f'<polyline points="{xy}" fill="none" stroke="#3465a4" stroke-width="1"/>')
-    for i, (label, commit, created, figure, low, high) in enumerate(pts):
-        out.append(f'<line x1="{x[i]:.1f}" x2="{x[i]:.1f}" y1="{y(low):.1f}" '
-                   f'y2="{y(high):.1f}" stroke="#729fcf"/>')
-        tip = (f"{label}, {commit}, {created}: {figure:,.2f} {chart.unit} (slowest round "
-               f"{low:,.2f}, fastest {high:,.2f})")
-        out.append(f'<circle cx="{x[i]:.1f}" cy="{y(figure):.1f}" r="3" fill="#204a87">'
-                   f'<title>{esc(tip)}</title></circle>')
+    if len(pts) <= MAX_MARKERS:
+        for i, (label, commit, created, figure, low, high) in enumerate(pts):
+            tip = (f"{label}, {commit}, {created}: {figure:,.2f} {chart.unit} (slowest round "
+                   f"{low:,.2f}, fastest {high:,.2f})")
+            out.append(f'<circle cx="{x[i]:.1f}" cy="{y(figure):.1f}" r="3" fill="#204a87">'
+                       f'<title>{esc(tip)}</title></circle>')
     out.append("</svg>")
     return "".join(out)
 

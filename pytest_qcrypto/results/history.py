@@ -125,7 +125,7 @@ class Run:
         return self.commit[:12] + ("+dirty" if self.dirty else "")
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)  # a history holds one per run and cell: 300,000
 class Point:
     """One run's figure of a cell: ``run`` indexes :attr:`History.runs`; ``figure`` the
     median round's, ``low`` and ``high`` its slowest and fastest round's (KiB/s, or ops/s
@@ -246,11 +246,9 @@ def read(folder: Path, since: str | None = None, processes: int | None = None) -
     paths = [str(folder / n) for n in names]
     workers = processes or os.cpu_count() or 1
     if len(paths) >= POOL_FROM and workers > 1:
-        with ProcessPoolExecutor(workers) as pool:
-            extracted: Iterable[tuple[str, Any]] = list(pool.map(_extract, paths, chunksize=16))
-    else:
-        extracted = map(_extract, paths)
-    return assemble(zip(paths, extracted), after)
+        with ProcessPoolExecutor(workers) as pool:  # taken in as they come, in order
+            return assemble(zip(paths, pool.map(_extract, paths, chunksize=8)), after)
+    return assemble(zip(paths, map(_extract, paths)), after)
 
 
 def assemble(extracted: Iterable[tuple[str, tuple[str, Any]]], after: str = "") -> History:
