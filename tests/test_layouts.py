@@ -106,12 +106,15 @@ def test_qcrypto_layout_draws_the_grid_under_its_table_others_after_all(monkeypa
 
 
 def test_choices_and_help_come_from_the_registry():
-    assert list(render.FORMATS) == ["qcrypto", "openssl", "markdown", "csv",
-                                    "cryptotest"] == list(LAYOUTS)
+    assert list(render.FORMATS) == ["qcrypto", "openssl", "markdown", "csv", "cryptotest",
+                                    "bencher", "github-action-benchmark"] == list(LAYOUTS)
     assert render.format_help() == (
         "layout of the results: qcrypto (default), openssl (openssl speed's table, 1000s of "
-        "bytes per second; no --qcrypto-unit with it), markdown (for a CI job summary), csv "
-        "or cryptotest (FreeBSD cryptotest's line per algorithm and size, Mb/sec = 2^20 bits; "
+        "bytes per second; no --qcrypto-unit with it), markdown (for a CI job summary), csv, "
+        "cryptotest (FreeBSD cryptotest's line per algorithm and size, Mb/sec = 2^20 bits; "
+        "no --qcrypto-unit with it), bencher (Bencher Metric Format JSON: a measure per unit, "
+        "value, lower and upper values from the rounds; no --qcrypto-unit with it) or "
+        "github-action-benchmark (customBiggerIsBetter JSON: name, unit, value, range, extra; "
         "no --qcrypto-unit with it).")
     with pytest.raises(ValueError, match="give a new name"):
         render.layout("csv")(lambda figures: [])
@@ -132,8 +135,9 @@ def test_a_registered_layout_is_a_choice_of_pytest_and_qcrypto_report(pytester, 
     # argparse may wrap inside "--qcrypto-unit" after its hyphen (pytest 8.4's formatter)
     shown = " ".join(r.stdout.str().split()).replace("--qcrypto- ", "--qcrypto-")
     assert "markdown (for a CI job summary), csv, cryptotest (FreeBSD" in shown
-    assert "no --qcrypto-unit with it) or tsv (tab-separated values, one line per cell)." \
-        in shown
+    # registered at the end of layouts.py: before the exports (output/exports.py)
+    assert "no --qcrypto-unit with it), tsv (tab-separated values, one line per cell), " \
+        "bencher (" in shown
 
     r = pytester.run(*pytest_run, *RUN, "--qcrypto-format", "tsv", "--qcrypto-bare",
                      "--qcrypto-save", "run.json", timeout=300)
@@ -145,7 +149,8 @@ def test_a_registered_layout_is_a_choice_of_pytest_and_qcrypto_report(pytester, 
     assert all(float(line.split("\t")[3]) > 0 for line in lines[1:])
 
     r = pytester.run(sys.executable, "-m", "pytest_qcrypto.commands.qcrypto", "report", "-h", timeout=300)
-    assert "qcrypto, openssl, markdown, csv, cryptotest or tsv" in " ".join(r.stdout.str().split())
+    assert ("qcrypto, openssl, markdown, csv, cryptotest, tsv, bencher or "
+            "github-action-benchmark") in " ".join(r.stdout.str().split())
     r = pytester.run(sys.executable, "-m", "pytest_qcrypto.commands.qcrypto", "report", "run.json",
                      "--qcrypto-format", "tsv", timeout=300)
     assert r.ret == 0, r.stderr.str()

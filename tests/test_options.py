@@ -20,6 +20,7 @@ OPTIONS_BEFORE = [
     ("--qcrypto-size", "BYTES"), ("--qcrypto-min-time", "SECONDS"), ("--qcrypto-rounds", "N"),
     ("--qcrypto-decrypt", None), ("--qcrypto-seed", "N"), ("--qcrypto-timeout", "SECONDS"),
     ("--qcrypto-isolate", None), ("--qcrypto-list", None), ("--qcrypto-save", "PATH"),
+    ("--qcrypto-history", "DIR"),
     ("--qcrypto-compare", "PATH"), ("--qcrypto-threshold", "PCT"), ("--qcrypto-confirm", "N"),
     ("--qcrypto-allow-missing", None), ("--qcrypto-require-same-machine", None),
     ("--qcrypto-unit", "UNIT"), ("--qcrypto-format", "FORMAT"), ("--qcrypto-plot", "PATH"),
@@ -75,8 +76,11 @@ def test_help_takes_choices_from_the_registries(pytester):
     assert f"unit of the table cells: {', '.join(accepted)}." in text
     assert ("layout of the results: qcrypto (default), openssl (openssl speed's table, 1000s of "
             "bytes per second; no --qcrypto-unit with it), markdown (for a CI job summary), "
-            "csv or cryptotest (FreeBSD cryptotest's line per algorithm and size, Mb/sec = 2^20 "
-            "bits; no --qcrypto-unit with it).") in text
+            "csv, cryptotest (FreeBSD cryptotest's line per algorithm and size, Mb/sec = 2^20 "
+            "bits; no --qcrypto-unit with it), bencher (Bencher Metric Format JSON: a measure "
+            "per unit, value, lower and upper values from the rounds; no --qcrypto-unit with "
+            "it) or github-action-benchmark (customBiggerIsBetter JSON: name, unit, value, "
+            "range, extra; no --qcrypto-unit with it).") in text
 
 
 def test_the_table_names_each_option_and_ini_key_once():

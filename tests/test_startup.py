@@ -16,7 +16,7 @@ import pytest
 PLAIN_RUN_MODULES = [
     "pytest_qcrypto", "pytest_qcrypto.plugin", "pytest_qcrypto.pytest_side",
     "pytest_qcrypto.pytest_side.dormant", "pytest_qcrypto.pytest_side.hookspecs",
-    "pytest_qcrypto.pytest_side.options",
+    "pytest_qcrypto.pytest_side.option_model", "pytest_qcrypto.pytest_side.options",
 ]
 #: Top-level packages a plain run must not import on our account.
 HEAVY = ("cryptography", "Crypto", "Cryptodome", "matplotlib", "execnet", "numpy", "_hashlib")

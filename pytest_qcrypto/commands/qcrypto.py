@@ -7,6 +7,8 @@
     qcrypto report FILE... [--qcrypto-unit U] [--qcrypto-format F] [--qcrypto-plot PATH]...
     qcrypto compare BASE CURRENT [--qcrypto-threshold PCT] [--qcrypto-require-same-machine]
                     [-c INIFILE] [-o KEY=VALUE]... [--qcrypto-unit U] [--qcrypto-format F]
+    qcrypto history DIR [--since DATE] [-k CELLS]... [--html PATH] [--qcrypto-threshold PCT]
+                    [-c INIFILE] [-o KEY=VALUE]...
 
 ``speed`` and ``list`` turn their arguments into a pytest command line and run
 :func:`pytest.main` in this process, so the speed matrix, its checks, its
@@ -25,7 +27,9 @@ Every ``--qcrypto-*`` option of the pytest plugin passes through unchanged.
 (``--qcrypto-save``) into one table per algorithm and direction.  ``compare``
 judges a saved run against a saved baseline by the gate's rules, read from the
 ini file a pytest run here would read (:mod:`pytest_qcrypto.commands.compare`): exit
-1 on a regression, 4 for a bad file, else 0; nothing is measured again.
+1 on a regression, 4 for a bad file, else 0; nothing is measured again.  ``history``
+reads a folder of runs (``--qcrypto-history``), finds the steps of every cell and judges
+the latest by the same rules (:mod:`pytest_qcrypto.commands.history`).
 """
 
 from __future__ import annotations
@@ -110,6 +114,9 @@ def build_parser() -> argparse.ArgumentParser:
                        default=[], help="also measure in another Python interpreter, an "
                        "execnet gateway spec (popen//python=PATH, ssh=user@host//python=python3"
                        "): rows PLUGIN@NAME (repeatable; --qcrypto-target)")
+    speed.add_argument("--history", dest="history", metavar="DIR",
+                       help="also add the run's results file to the history folder DIR "
+                            "(--qcrypto-history; read it with qcrypto history DIR)")
     speed.add_argument("--measure", dest="measure", metavar="WHAT", choices=("time", "instructions"),
                        help="time (default, KiB/s) or instructions: count the instructions "
                             "of one operation (valgrind or the PMU; --qcrypto-measure)")
@@ -158,6 +165,34 @@ def build_parser() -> argparse.ArgumentParser:
                        help="the ini file to read (as pytest -c)")
     judge.add_argument("-o", "--override-ini", metavar="KEY=VALUE", action="append", default=[],
                        help="override an ini key (as pytest -o)")
+
+    past = sub.add_parser(
+        "history", help="the steps of every cell over a folder of runs (exit 1 on a regression)",
+        description="Read every results file of DIR (added by --qcrypto-history=DIR), one "
+                    "series per cell and machine; find the steps in each (a change that "
+                    "lasts 3 runs or more) and list them with the commits and versions on "
+                    "either side; judge each cell's latest step by the thresholds and floors "
+                    "of pytest --qcrypto-compare (ini qcrypto_* keys).",
+        epilog="Exit codes: 0 no cell fails; 1 a cell's latest step is a regression beyond "
+               "its threshold, a cell is below its floor, or the page could not be written; "
+               "4 a file could not be read (it is skipped and named), DIR has no run, or a "
+               "bad option.")
+    past.add_argument("folder", metavar="DIR", help="the history folder")
+    past.add_argument("--since", metavar="DATE",
+                      help="leave out runs created before DATE (2026-12-01 or "
+                           "2026-12-01T08:00:00Z, UTC)")
+    past.add_argument("-k", dest="cells", metavar="CELLS", action="append", default=[],
+                      help="only the cells ALGORITHM[:PLUGIN[:SIZE]] (* a wildcard; "
+                           "repeatable, comma lists allowed), e.g. sha256:openssl:4096")
+    past.add_argument("--html", metavar="PATH",
+                      help="also write one self-contained HTML page of every series")
+    past.add_argument("--qcrypto-threshold", metavar="PCT",
+                      help="the slowdown that counts as a regression, e.g. 10%% (default: "
+                           "ini qcrypto_threshold, else 10%%)")
+    past.add_argument("-c", "--config-file", metavar="INIFILE",
+                      help="the ini file to read (as pytest -c)")
+    past.add_argument("-o", "--override-ini", metavar="KEY=VALUE", action="append", default=[],
+                      help="override an ini key (as pytest -o)")
     return parser
 
 
@@ -168,8 +203,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     try:
         ns, extra = parser.parse_known_args(args)
         if ns.command is None:
-            raise UsageError("qcrypto: give a command: speed, list, report or compare "
-                             "(qcrypto -h)")
+            raise UsageError("qcrypto: give a command: speed, list, report, compare or "
+                             "history (qcrypto -h)")
         if ns.command == "speed":
             pytest_args = speed_args(ns, extra)
         elif extra:
@@ -188,6 +223,12 @@ def main(argv: Sequence[str] | None = None) -> int:
         return outcomes.exit_code(code, "qcrypto speed")
     if ns.command == "list":
         return int(pytest.main(["--qcrypto-list", "-p", "no:cacheprovider"]))
+    if ns.command == "history":
+        from pytest_qcrypto.commands import history
+
+        ini = ([f"--config-file={ns.config_file}"] if ns.config_file else []) + \
+            [f"--override-ini={o}" for o in ns.override_ini]
+        return history.run(ns.folder, ns.since, ns.cells, ns.html, ns.qcrypto_threshold, ini)
     if ns.command == "compare":
         from pytest_qcrypto.commands import compare as compare_cli
 
@@ -275,6 +316,8 @@ def speed_args(ns: argparse.Namespace, extra: Sequence[str]) -> list[str]:
     for plugin in ns.plugins:
         args += ["--qcrypto-plugin", plugin]
     args += [f"--qcrypto-target={target}" for target in ns.targets]
+    if getattr(ns, "history", None) is not None:
+        args.append(f"--qcrypto-history={ns.history}")
     return args + joined(extra)
 
 

@@ -27,8 +27,7 @@ from pytest_qcrypto.algorithms.settings import MAX_SIZE
 from pytest_qcrypto.backends.base import Context, Unsupported, Workload
 from pytest_qcrypto.checks import known_answers
 from pytest_qcrypto.checks.known_answers import checked_roundtrip_runner  # noqa: F401 (old home)
-from pytest_qcrypto.measure import counting, harness, isolate as isolation, jobs as multi
-from pytest_qcrypto.measure import limits, memory, pkey_bench, reference, threads as threaded
+from pytest_qcrypto.measure import harness, jobs as multi, limits, memory, pkey_bench, reference
 from pytest_qcrypto.measure.harness import Measurement
 from pytest_qcrypto.measure.randomness import Randomness  # noqa: F401 (its old home)
 from pytest_qcrypto.measure.registry import Selection
@@ -190,9 +189,10 @@ class BenchContext:
         with ``isolate=True`` is opened, checked, measured and closed there,
         and a failure to open raises :class:`OpenError`.
         """
+        from pytest_qcrypto.measure import counting, isolate as isolation, threads as threaded
         way = _Way(decrypt, roundtrip, check_roundtrip, count, operation or "")
         _check_measurable(self, size, min_time, rounds, jobs, way)
-        threaded.check_threads(threads, jobs)
+        threaded.check_threads(threads, jobs)  # (imported here: a counting child needs none)
         if too_much := memory.problem(self.algorithm, max(jobs, 1) * max(threads, 1)):
             raise Unsupported(too_much)  # before it swaps the machine to a halt
         if measure == "instructions":  # counted in child processes (measure/counting.py)
@@ -336,6 +336,7 @@ def _measure_here(bench: BenchContext, size: int, way: _Way, min_time: float, ro
     """:meth:`BenchContext.measure` in the process that holds the context: known answers,
     round trip, then the timed rounds (in ``jobs`` processes, or ``threads`` threads, if > 1).
     A size-less cell (:mod:`pytest_qcrypto.measure.pkey_bench`) has size 0 and times ``way.operation``."""
+    from pytest_qcrypto.measure import threads as threaded
     run, direction, size, work, checked_runner = prepare(bench, size, way)
     alg, ctx, typed = bench.algorithm, bench.context, bench.selection.typed
     one_thread = None

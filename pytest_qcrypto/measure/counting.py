@@ -1,40 +1,53 @@
 """Counting the instructions of one operation: ``--qcrypto-measure=instructions``.
 
 A time is moved by neighbours, CPU frequency and memory layout; the instructions one
-operation executes are not.  A cell is counted in child processes that open the same
+operation executes are not.  A cell is counted in a worker process that opens the same
 checked context through the same plugin code (:func:`pytest_qcrypto.measure.bench.open_context`,
-known answers and round trip first) and run the plugin's runner as one round of a fixed
-count (:func:`pytest_qcrypto.measure.harness.time_count`), at two counts ``n`` and ``2n``:
+known answers and round trip first) and runs the plugin's runner as one round of a fixed
+count (as a timed round runs it, without the clocks), at two counts ``n`` and ``2n``:
 
-* **valgrind** (``valgrind --tool=cachegrind --cache-sim=no``, no PMU needed): one process
-  under cachegrind opens and checks the context, then forks a child per count that runs
-  its round and exits; the difference of the two children's totals (``summary:`` of the
-  out file cachegrind writes for each) over ``n`` iterations is one iteration's
-  instructions, and everything before the fork (Python's start-up, the imports, the checks)
-  cancels out exactly: both children start from the same state.  (Cachegrind 3.19 has no
-  request to split one process's total; forking gives each count a total of its own.)
-* **perf_event** (a PMU that ``perf_event_open`` opens for ``instructions:u``): one native
-  child counts user-space instructions around each of the two rounds directly.
+* **valgrind** (``valgrind --tool=cachegrind --cache-sim=no``, no PMU needed): the worker,
+  under cachegrind, forks a child per count that runs its round and exits; the difference of
+  the two children's totals (``summary:`` of the out file cachegrind writes for each) over
+  ``n`` iterations is one iteration's instructions, and everything before the fork (Python's
+  start-up, the imports, the checks) cancels out exactly: both children start from the same
+  state.  (Cachegrind 3.19 has no request to split one process's total; forking gives each
+  count a total of its own.)
+* **perf_event** (a PMU that ``perf_event_open`` opens for ``instructions:u``): the worker
+  counts user-space instructions around each of the two rounds directly.
+
+A run starts one counting process (:class:`_Server`, the child side in
+:mod:`pytest_qcrypto.measure.counting_child`) when it counts its first cell, and forks a
+worker from it for each cell: Python's start-up and the imports under cachegrind (measured
+here: 4.5 to 5 CPU seconds, most of a counted cell's cost) are paid once a run, not once a
+cell.  :func:`close` ends it (the pytest side at the end of the run, and at exit).
 
 ``n`` comes from rounds of 1 and 2 iterations counted the same way, so that the difference
-covers about :data:`TARGET_INSTRUCTIONS`: valgrind's totals of one program differ between
-runs by a few thousand instructions (measured: 2,074 and 2,322 of 112 million for hashlib
-sha256), under 0.02% of that.
+covers about :data:`TARGET_INSTRUCTIONS`; the worker first runs :func:`warm_count` iterations
+uncounted.  Two children forked from one state differ only by their rounds: repeated counts
+gave the same figure to the last digit (hashlib sha256 at 16, 256 and 4096 B, openssl
+aes-128-gcm at 16 and 1024 B, hmac-sha256 at 64 B, three runs each, 2026-12-03), and a target
+of 2 million instead of 20 million moved them by 0.04% to 0.12% (what a round costs beyond
+its iterations, over fewer of them), far inside the 1% gate, for a tenth of the counted work.
 
-Plain Python that never imports pytest.  The child's side is
-:mod:`pytest_qcrypto.measure.counting_child`.
+Plain Python that never imports pytest.
 """
 
 from __future__ import annotations
 
+import atexit
+import functools
 import math
 import os
 import pickle
 import re
+import select
 import shutil
-import subprocess
+import signal
 import sys
 import tempfile
+import threading
+import time
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -42,22 +55,24 @@ from typing import Any
 from pytest_qcrypto.algorithms.settings import SettingsError
 from pytest_qcrypto.algorithms import catalog
 from pytest_qcrypto.backends.base import Unsupported
-from pytest_qcrypto.measure import cpu_features, perf_counter, pkey_bench
+from pytest_qcrypto.measure import cpu_features, pkey_bench
 from pytest_qcrypto.measure.harness import Measurement
 
 #: ``--qcrypto-measure`` choices: the clock (default) or counted instructions.
 MEASURES = ("time", "instructions")
 VALGRIND, PERF_EVENT = "valgrind-cachegrind", "perf_event"
-#: The instructions the difference of the two counts should cover (see the module text).
-TARGET_INSTRUCTIONS = 20_000_000
+#: The instructions the difference of the two counts should cover (see the module text; 20
+#: million before 2026-12-03).
+TARGET_INSTRUCTIONS = 2_000_000
 #: The fewest iterations ``n`` may be, and the most (a slow KDF at 1 still counts once).
 MIN_COUNT, MAX_COUNT = 1, 1 << 24
-#: Seconds one counting child may take when the run has no ``--qcrypto-timeout``.
+#: Seconds the counting of one cell may take when the run has no ``--qcrypto-timeout`` (the
+#: first cell's includes the start of the counting process).
 DEFAULT_CHILD_TIMEOUT = 900.0
 #: The seed of keys and data when the run has no ``--qcrypto-seed``: a count must not depend
 #: on which random bytes a run drew.
 DEFAULT_SEED = 23
-#: The module a counting child runs (``python -m``).
+#: The module of the counting process (see :data:`BOOT`).
 CHILD_MODULE = "pytest_qcrypto.measure.counting_child"
 
 
@@ -153,6 +168,16 @@ def choose_count(per_iteration: float) -> int:
     return min(MAX_COUNT, 1 << math.ceil(math.log2(want)))
 
 
+def warm_count(n: int, per_iteration: float, pool: int = 0) -> int:
+    """Iterations to run, uncounted, before the counted rounds of ``n`` and ``2n``: ``n``, as a
+    timed run's calibration runs its runner before its rounds, and at least the ``pool`` of
+    nonces an AEAD runner cycles through when that costs at most 8 x
+    :data:`TARGET_INSTRUCTIONS` (``per_iteration`` instructions each): its first pass costs
+    more an operation (measured: aes-128-gcm at 1024 B, 8,243 instructions in it, 8,179
+    after it)."""
+    return max(n, pool) if pool * per_iteration <= 8 * TARGET_INSTRUCTIONS else n
+
+
 def cachegrind_total(text: str) -> int:
     """The instructions of a cachegrind out file: its ``summary:`` line (event ``Ir``)."""
     found = re.search(r"^summary:\s+(\d+)", text, re.MULTILINE)
@@ -173,6 +198,8 @@ def method(prefer: str | None = None) -> str:
     """The counting method of this machine: :data:`PERF_EVENT` when ``perf_event_open``
     counts instructions here, else :data:`VALGRIND`; ``prefer`` forces one.
     ``CountingError`` when neither can run."""
+    from pytest_qcrypto.measure import perf_counter  # here: a counting process needs none
+
     if prefer == PERF_EVENT or (prefer is None and perf_counter.problem() is None):
         return PERF_EVENT
     problem = valgrind_problem()
@@ -211,58 +238,155 @@ class Spec:
     sys_path: tuple[str, ...] = ()
 
 
-def _finish(proc: subprocess.Popen[bytes], out: Path, timeout: float) -> Any:
-    """The child's answer (what it raised is raised here)."""
-    try:
-        _, err = proc.communicate(timeout=timeout)
-    except subprocess.TimeoutExpired:
-        proc.kill()
-        proc.communicate()
-        raise CountingError(f"the counting process took more than {timeout:g} s") from None
-    try:
-        status, value = pickle.loads(out.read_bytes())
-    except (OSError, EOFError, pickle.UnpicklingError):
-        tail = err.decode(errors="replace").strip().splitlines()[-3:]
-        raise CountingError(f"the counting process ended with status {proc.returncode} "
-                            f"and no result: {' | '.join(tail) or 'no output'}") from None
-    if status == "error":
-        raise value
-    return value
+#: What the counting process runs (``python -S -c BOOT MODE CGDIR PATH...``): the ``PATH``
+#: arguments put first on ``sys.path``, then
+#: :func:`pytest_qcrypto.measure.counting_child.main`.  Python starts without ``site``: its
+#: ``.pth`` files and an editable install's finder cost seconds under valgrind, and the
+#: parent's ``sys.path`` (with this package's folder after it) finds the same modules; a
+#: plugin module that needs ``site`` to be imported gets it then.
+BOOT = ("import gc, sys; gc.disable(); sys.path[:0] = sys.argv[3:]; "
+        f"from {CHILD_MODULE} import main; sys.exit(main(sys.argv[1:3]))")
+
+
+class _Server:
+    """The run's counting process (:mod:`pytest_qcrypto.measure.counting_child`): started
+    once, then given cell after cell; killed (its process group) on a time-out, an
+    interrupt, or :func:`close`."""
+
+    def __init__(self, how: str, sys_path: tuple[str, ...]) -> None:
+        import subprocess  # here: the counting process imports this module, not subprocess
+
+        d = self.dir = Path(tempfile.mkdtemp(prefix="qcrypto-count-"))
+        prefix = [] if how == PERF_EVENT else [
+            "valgrind", "--tool=cachegrind", "--cache-sim=no", "-q", "--vgdb=no",
+            f"--cachegrind-out-file={d / 'cg.%p'}"]
+        paths = [*sys_path, str(Path(__file__).resolve().parents[2])]
+        with open(d / "stderr", "wb") as err:
+            self.proc = subprocess.Popen(
+                [*prefix, sys.executable, "-S", "-c", BOOT,
+                 "perf" if how == PERF_EVENT else "valgrind", str(d), *paths],
+                env={**os.environ, "PYTHONHASHSEED": "0"}, stdin=subprocess.PIPE,
+                stdout=subprocess.PIPE, stderr=err, start_new_session=True)
+        self.ready, self.owner = False, os.getpid()
+
+    def _read(self, size: int, deadline: float) -> bytes:
+        """``size`` bytes from the process (fewer: it ended); ``TimeoutError`` at ``deadline``."""
+        assert self.proc.stdout is not None
+        got = b""
+        while len(got) < size:
+            left = deadline - time.monotonic()
+            if left <= 0 or not select.select([self.proc.stdout], [], [], left)[0]:
+                raise TimeoutError
+            chunk = os.read(self.proc.stdout.fileno(), size - len(got))
+            if not chunk:
+                break
+            got += chunk
+        return got
+
+    def count(self, blob: bytes, timeout: float) -> Any:
+        """The answer of the cell pickled in ``blob`` (what the child raised is raised here)."""
+        deadline = time.monotonic() + timeout
+        out = self.dir / "out"
+        for old in [out, *self.dir.glob("cg.*")]:  # the last cell's (all ended by now)
+            old.unlink(missing_ok=True)
+        (self.dir / "spec").write_bytes(blob)
+        try:
+            if not self.ready:
+                self.ready = self._read(6, deadline) == b"ready\n"
+            assert self.proc.stdin is not None
+            if self.ready:
+                self.proc.stdin.write(b"c")
+                self.proc.stdin.flush()
+            ended = not self.ready or self._read(1, deadline) != b"d"
+        except TimeoutError:
+            self.close()
+            raise CountingError(f"the counting process took more than {timeout:g} s") from None
+        except BrokenPipeError:
+            ended = True
+        except BaseException:  # an interrupt: the process is in an unknown state
+            self.close()
+            raise
+        try:
+            result, value = pickle.loads(out.read_bytes())
+        except (OSError, EOFError, pickle.UnpicklingError):
+            lines = (self.dir / "stderr").read_bytes().decode(errors="replace").splitlines()
+            tail = " | ".join([x for x in lines if "warning: L3 cache" not in x][-3:])
+            if ended:
+                self.close()
+            raise CountingError("the counting process " + (
+                "ended" if ended else "ran the cell in a worker that ended") +
+                f" with no result: {tail or 'no output'}") from None
+        if result == "error":
+            raise value
+        return value
+
+    def close(self) -> None:
+        """Kill the process and what it forked, and remove its folder (nothing in a process
+        forked from the one that started it)."""
+        if os.getpid() != self.owner:
+            return
+        if self.proc.poll() is None:
+            try:
+                os.killpg(self.proc.pid, signal.SIGKILL)
+            except OSError:
+                self.proc.kill()
+        self.proc.wait()
+        for pipe in (self.proc.stdin, self.proc.stdout):
+            if pipe is not None:
+                pipe.close()
+        shutil.rmtree(self.dir, ignore_errors=True)
+
+
+#: The running counting processes, by method, ``sys.path`` and the process that started them
+#: (a process forked from it starts its own); :func:`close` ends them.
+_servers: dict[tuple[str, tuple[str, ...], int], _Server] = {}
+_lock = threading.Lock()
+
+
+def close() -> None:
+    """End the counting processes this process started (the end of a pytest run, and at
+    exit)."""
+    with _lock:
+        while _servers:
+            _servers.popitem()[1].close()
+
+
+atexit.register(close)
 
 
 def count(spec: Spec, timeout: float | None = None, prefer: str | None = None) -> Counted:
     """Count the instructions of one operation of ``spec``'s cell (see the module text).
 
-    ``timeout`` bounds the counting process (seconds; None: :data:`DEFAULT_CHILD_TIMEOUT`).
-    What the plugin raises there (``Unsupported``, ``KnownAnswerError``...) is raised here;
+    ``timeout`` bounds the counting of the cell (seconds; None:
+    :data:`DEFAULT_CHILD_TIMEOUT`), the start of the run's counting process included.  What
+    the plugin raises there (``Unsupported``, ``KnownAnswerError``...) is raised here;
     ``CountingError`` when counting itself fails.
     """
     how = method(prefer)
-    limit = timeout or DEFAULT_CHILD_TIMEOUT
     try:
         blob = pickle.dumps(spec)
     except Exception as exc:
         raise CountingError(f"the plugin cannot be sent to a counting process (it does not "
                             f"pickle: {type(exc).__name__}: {exc})") from None
-    with tempfile.TemporaryDirectory(prefix="qcrypto-count-") as tmp:
-        d = Path(tmp)
-        (d / "spec").write_bytes(blob)
-        prefix = [] if how == PERF_EVENT else [
-            "valgrind", "--tool=cachegrind", "--cache-sim=no", "-q",
-            f"--cachegrind-out-file={d / 'cg.%p'}"]
-        mode = "perf" if how == PERF_EVENT else "valgrind"
-        proc = subprocess.Popen(
-            [*prefix, sys.executable, "-m", CHILD_MODULE, str(d / "spec"), str(d / "out"),
-             mode, str(d)], env={**os.environ, "PYTHONHASHSEED": "0"},
-            stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
-        counts, totals, per_iteration, seen = _finish(proc, d / "out", limit)
+    with _lock:
+        key = (how, spec.sys_path, os.getpid())
+        server = _servers.get(key)
+        if server is None or server.proc.poll() is not None:
+            if server is not None:
+                server.close()
+            server = _servers[key] = _Server(how, spec.sys_path)
+        counts, totals, per_iteration, seen = server.count(blob,
+                                                           timeout or DEFAULT_CHILD_TIMEOUT)
     return Counted(per_operation(counts, totals, per_iteration), how, counts, totals,
                    per_iteration, seen, cpu_features.host(),
                    "perf_event_open" if how == PERF_EVENT else valgrind_version())
 
 
+@functools.cache
 def valgrind_version() -> str:
     """``valgrind-3.19.0`` (empty when it does not say)."""
+    import subprocess
+
     try:
         return subprocess.run(["valgrind", "--version"], capture_output=True, text=True,
                               timeout=10).stdout.strip()

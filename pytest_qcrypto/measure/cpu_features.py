@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import ctypes
 import mmap
-import platform
+import os
 from pathlib import Path
 
 #: The flags that decide a crypto library's code path, by their ``/proc/cpuinfo`` names,
@@ -55,7 +55,8 @@ def _cpuid(leaf: int) -> dict[str, int]:
 def seen() -> tuple[str, ...] | None:
     """The :data:`CRYPTO_FLAGS` that ``CPUID`` reports to this process (under valgrind: its
     CPU model's); None where it cannot be asked (not x86-64 Linux, no executable memory)."""
-    if platform.machine().lower() not in ("x86_64", "amd64") or platform.system() != "Linux":
+    machine = os.uname()  # not platform: a counting process would import it under valgrind
+    if machine.machine.lower() not in ("x86_64", "amd64") or machine.sysname != "Linux":
         return None
     try:
         leaves = {1: _cpuid(1), 7: _cpuid(7) if _cpuid(0)["eax"] >= 7 else {}}

@@ -3,21 +3,34 @@
 The ``markdown`` layout (:mod:`pytest_qcrypto.output.layouts`) and the GitHub job summary
 (``$GITHUB_STEP_SUMMARY``, :mod:`pytest_qcrypto.output.render`) are drawn from these.  Every table is
 a pipe table (a header line, an alignment line: labels left, numbers right, then a line per
-row); text in a cell has ``|`` and ``~`` escaped (``~`` pairs would strike text through).
+row).  Every string that may come from a results file (plugin, algorithm and library names,
+versions, notes) goes through :func:`md`, so that nothing in a file can make markup in a job
+summary: no raw HTML, link, image or code span, no bare URL made a link.
 Nothing here imports pytest.
 """
 
 from __future__ import annotations
 
+import re
 from collections.abc import Sequence
 
 from pytest_qcrypto.output.tables import (DEFAULT_UNIT, MARKERS, Changes, GateTables, SummaryTable,
                                    Table, cell_text, header, notes, unit_of)
 
 
+#: What could make markup, each escaped with a backslash (CommonMark: any ASCII punctuation
+#: may be): raw HTML and entities (``< > &``), links and images (``[ ]``: an image is ``![``),
+#: code spans (`` ` ``), the escape itself, table cells (``|``), strike-through (``~``).
+#: Emphasis (``* _``) is left alone: it changes no more than how text looks.
+_MARKUP = str.maketrans({c: "\\" + c for c in "\\`[]<>&|~"})
+#: The starts of GitHub's bare links (``https://``, ``www.``), whose ``:`` or ``.`` is escaped.
+_BARE_LINK = re.compile(r"(?i)\b(https?|ftp|mailto|file|javascript|data)(:)|\b(www)(\.)")
+
+
 def md(text: str) -> str:
-    """``text`` for a table cell or a list item: ``|`` and ``~`` escaped."""
-    return text.replace("|", "\\|").replace("~", "\\~")
+    """``text`` for a table cell, heading or list item, inert (module doc)."""
+    return _BARE_LINK.sub(lambda m: f"{m.group(1) or m.group(3)}\\{m.group(2) or m.group(4)}",
+                          text.translate(_MARKUP))
 
 
 def md_note(note: str) -> str:
@@ -42,7 +55,7 @@ def markdown_lines(tables: Sequence[Table], unit: str = DEFAULT_UNIT) -> list[st
     lines: list[str] = []
     for t in tables:
         params = [f"Parameters: {md(t.params)}", ""] if t.params else []
-        lines += [f"### {header(t, unit).removesuffix(':')}", "", *params,
+        lines += [f"### {md(header(t, unit).removesuffix(':'))}", "", *params,
                   "| plugin | " + " | ".join(str(s) for s in t.columns) + " |",
                   "| :--- |" + " ---: |" * len(t.columns)]
         for p in t.plugins:

@@ -34,6 +34,7 @@ from typing import Any
 from pytest_qcrypto.output.layouts import (  # noqa: F401 (re-exported: the layouts' own helpers)
     CSV_COLUMNS, LAYOUTS, OPENSSL_SENTENCE, Figures, Layout, csv_lines, layout, markdown_layout,
     markdown_legend, markdown_lines, openssl_lines, report)
+from pytest_qcrypto.output import exports  # noqa: F401 (registers bencher, github-action-benchmark)
 from pytest_qcrypto.algorithms.settings import SettingsError
 from pytest_qcrypto.output.tables import (  # noqa: F401 (re-exported: the table model)
     COUNTED_UNITS, DEFAULT_UNIT, FAILED, MARKERS, SKIPPED, UNITS, Cell, Changes, GateTables,

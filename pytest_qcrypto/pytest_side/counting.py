@@ -81,6 +81,7 @@ def read(config: pytest.Config, jobs: int, threads: int, gate_options: Any = Non
         method = counting.method()
     except counting.CountingError as exc:
         raise SettingsError(f"--qcrypto-measure=instructions: {exc}") from None
+    config.add_cleanup(counting.close)  # the run's counting process ends with the run
     return Counting(measure, rule, method,
                     options.given(config, "qcrypto_timeout")[0] is not None)
 

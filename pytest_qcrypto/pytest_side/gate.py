@@ -23,7 +23,7 @@ import pytest
 
 from pytest_qcrypto.algorithms import callable_names
 from pytest_qcrypto.gate import compare, spread as gate_spread, verdicts as gate, stats as gate_stats
-from pytest_qcrypto.results import lock as save_lock, store as results
+from pytest_qcrypto.results import history, lock as save_lock, store as results
 from pytest_qcrypto.algorithms import settings
 from pytest_qcrypto.gate.compare import Baselines
 from pytest_qcrypto.gate.verdicts import GateRules, Rule, Verdict
@@ -53,6 +53,7 @@ class GateOptions:
     baseline_files: list[ResultsFile] = field(default_factory=list)
     #: the lock of ``save_path``, held from the start of the run until it is saved
     save_lock: save_lock.SaveLock | None = None
+    history_dir: Path | None = None  # --qcrypto-history: the folder the file is added to
 
 
 # -- the options ----------------------------------------------------------------------------
@@ -158,6 +159,12 @@ def read_options(config: pytest.Config, canonical: Callable[[str], str]) -> Gate
         problem = results.check_writable(out.save_path)
         if problem:
             raise SettingsError(f"--qcrypto-save: cannot write {save}: {problem}")
+    folder = one_path(config, "qcrypto_history", "a run is added to one history folder")
+    if folder:
+        out.history_dir = config.invocation_params.dir / folder
+        problem = history.check_folder(out.history_dir)
+        if problem:
+            raise SettingsError(f"--qcrypto-history: cannot add to {folder}: {problem}")
     out.rules = read_rules(config)
     if save and out.save_path is not None:
         for typed in baselines:
@@ -187,6 +194,7 @@ def wanted(config: pytest.Config, options: GateOptions) -> bool:
     """Whether the run needs the gate: comparing, saving, floors in the ini file, an option
     only a comparison uses (to say it had no effect), or JUnit XML (its properties)."""
     return bool(options.baseline is not None or options.save_path is not None
+                or options.history_dir is not None
                 or options.rules.floors.rules or options.rules.compare_only
                 or getattr(config.option, "xmlpath", None))
 
@@ -356,11 +364,11 @@ class GatePlugin:
         try:
             if not hasattr(self.config, "workerinput"):
                 self.judged_nothing(session)
-            if self.options.save_path is not None and not hasattr(self.config, "workerinput"):
-                # (a pytest-xdist worker does not save: the controller does)
+            if (self.options.save_path or self.options.history_dir) is not None and not hasattr(
+                    self.config, "workerinput"):  # (an xdist worker does not save: the controller)
                 self.saved = save(self.config, session, exitstatus, self.interrupts.ran_to_end,
                                   self.options.save_path, self.ledger.saved(), self.names,
-                                  self._run_state)
+                                  self._run_state, self.options.history_dir)
         finally:
             self.interrupts.release()
             self.pytest_unconfigure()

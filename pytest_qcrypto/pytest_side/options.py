@@ -4,6 +4,7 @@ Each :class:`Option` names its flag, its ini key (the default when the flag is n
 function that reads its value, its default, help, action and metavar.  :func:`add_options`
 declares them all; :func:`given` reads a value with its ini fallback and says where it came
 from (``--qcrypto-min-time``, ``qcrypto_min_time in pytest.ini``, ``-o qcrypto_min_time``).
+An :class:`Option` and the lazy readers are in :mod:`.option_model`.
 Every pytest run imports this table, so it imports nothing of the package when loaded: readers
 import their module on first use, and help texts whose choices come from the registries (units,
 layouts, plot suffixes: :mod:`pytest_qcrypto.output.render`) are built only when pytest may show
@@ -15,31 +16,15 @@ This is the pytest side: it imports pytest.
 from __future__ import annotations
 
 import argparse
-import importlib
 from collections.abc import Callable
-from dataclasses import dataclass
-from types import ModuleType
 from typing import TYPE_CHECKING, Any
 
 import pytest
 
+from pytest_qcrypto.pytest_side.option_model import Option, _module, _reader
+
 if TYPE_CHECKING:
     from pytest_qcrypto.algorithms import catalog
-
-
-def _module(name: str) -> ModuleType:
-    """``pytest_qcrypto.NAME``, imported when a reader or a help text first needs it."""
-    return importlib.import_module(f"pytest_qcrypto.{name}")
-
-
-def _reader(module: str, function: str) -> Callable[..., Any]:
-    """A reader that imports ``pytest_qcrypto.MODULE`` and calls its ``FUNCTION`` when used."""
-    def read(*args: Any, **kwargs: Any) -> Any:
-        return getattr(_module(module), function)(*args, **kwargs)
-
-    read.__name__ = read.__qualname__ = function
-    read.__doc__ = f"``pytest_qcrypto.{module}.{function}``, imported on first use."
-    return read
 
 
 def _settings() -> Any:
@@ -60,44 +45,6 @@ GROUP = ("qcrypto", "crypto speed benchmarks (pytest-qcrypto)")
 QCRYPTO_COMMAND = "qcrypto"
 #: The list hint of messages under the ``qcrypto`` command (see :data:`settings.LIST_HINT`).
 COMMAND_LIST_HINT = "(see qcrypto list)"
-
-
-@dataclass(frozen=True)
-class Option:
-    """One option and/or ini key.
-
-    ``flag`` is the command-line option (None: an ini key only), ``ini`` its
-    ini key (None: none); ``ini_type`` is pytest's ini type (``None`` for a
-    string, ``"args"``, ``"linelist"``, ``"bool"``).  ``parse`` reads a value
-    (its first argument the value as given, then where it came from; a few take
-    more, see their docstrings); None when the value is read with others
-    (``--qcrypto-unit`` ... by :func:`render.output_of`) or is a flag or a path.
-    ``help`` is text, or a function that builds it when the options are
-    declared (so that choices come from the registries).
-    """
-
-    flag: str | None
-    help: str | Callable[[], str]
-    ini: str | None = None
-    ini_help: str = ""
-    ini_type: str | None = None
-    metavar: str | None = None
-    action: str | None = None
-    default: Any = None
-    parse: Callable[..., Any] | None = None
-    hidden: bool = False
-
-    @property
-    def dest(self) -> str:
-        """The name of the value on ``config.option`` (``qcrypto_min_time``), or the ini key."""
-        return (self.flag or "").lstrip("-").replace("-", "_") or str(self.ini)
-
-    @property
-    def ini_default(self) -> Any:
-        return {"args": [], "linelist": [], "bool": False}.get(str(self.ini_type))
-
-    def help_text(self) -> str:
-        return self.help() if callable(self.help) else self.help
 
 
 def _choices(names: list[str] | tuple[str, ...], last: str = "or") -> str:
@@ -241,6 +188,10 @@ OPTIONS: tuple[Option, ...] = (
                 "through a symbolic link to its target; an interrupted run writes PATH.partial "
                 "if PATH exists; a run that measured nothing writes nothing).  One PATH per "
                 "run."),
+    Option("--qcrypto-history", action="append", metavar="DIR",
+           help="also add the run's results file to the history folder DIR (created if "
+                "missing), named by its time, git commit and dirty flag; read it with qcrypto "
+                "history DIR.  A run that did not finish is not added."),
     Option("--qcrypto-compare", action="append", metavar="PATH",
            help="compare every measurement with the same cell of the results file PATH; a "
                 "regression beyond the threshold fails that test, and so does a run in which "

@@ -15,7 +15,7 @@ import pytest
 
 from pytest_qcrypto.algorithms import callable_names
 from pytest_qcrypto.measure import cost_model
-from pytest_qcrypto.results import store as results, source_tree
+from pytest_qcrypto.results import history, store as results, source_tree
 from pytest_qcrypto.algorithms.catalog import plural
 from pytest_qcrypto.results.store import ResultsFile
 
@@ -64,8 +64,9 @@ class PluginNames:
 
 
 def save(config: pytest.Config, session: pytest.Session, exitstatus: int, ran_to_end: bool,
-         path: Path, saved: Sequence[results.Result], names: PluginNames,
-         run_state: Callable[[], tuple[dict[str, Any], dict[str, Any] | None]]) -> str:
+         path: Path | None, saved: Sequence[results.Result], names: PluginNames,
+         run_state: Callable[[], tuple[dict[str, Any], dict[str, Any] | None]],
+         history_dir: Path | None = None) -> str:
     """Save the results file (from ``pytest_sessionfinish``); the line that says so.
 
     A run that measured nothing writes nothing (an empty file would pass
@@ -73,18 +74,21 @@ def save(config: pytest.Config, session: pytest.Session, exitstatus: int, ran_to
     line and exit status 1.  The file says ``"complete": true`` only when
     ``ran_to_end`` (every benchmark item finished, no interrupt was seen:
     see :mod:`pytest_qcrypto.measure.interrupts`) and the exit status and session
-    agree; an incomplete run never replaces an existing file.
+    agree; an incomplete run never replaces an existing file.  With ``history_dir``
+    (``--qcrypto-history``) a finished run's file is also added to that folder
+    (:func:`pytest_qcrypto.results.history.add`); ``path`` may then be None.
     """
     if not saved:
         xdist = getattr(config.option, "numprocesses", None)
         why = ("benchmarks are not measured under pytest-xdist: run them with -n 0"
                if xdist else "no benchmark item ran")
-        return f"qcrypto: nothing was measured ({why}): {path} not written"
+        return f"qcrypto: nothing was measured ({why}): {path or history_dir} not written"
     complete = (ran_to_end
                 and exitstatus not in (pytest.ExitCode.INTERRUPTED,
                                        pytest.ExitCode.INTERNAL_ERROR,
                                        pytest.ExitCode.USAGE_ERROR)
                 and not session.shouldstop and not session.shouldfail)
+    target: Path | None = None
     try:
         run_settings, state = run_state()
         doc = ResultsFile(results=list(saved), machine=results.fingerprint(),
@@ -93,15 +97,22 @@ def save(config: pytest.Config, session: pytest.Session, exitstatus: int, ran_to
                           cost_model=[f.to_json() for f in cost_model.fit_all(saved)],
                           source=source_tree.git_source(config.rootpath),
                           targets=names.remote.targets_entry() if names.remote else None)
-        target = results.save(path, doc)
+        target = results.save(path, doc) if path is not None else None
+        added = history.add(history_dir, doc) if history_dir is not None and complete else None
     except OSError as exc:
         if session.exitstatus in (pytest.ExitCode.OK, pytest.ExitCode.NO_TESTS_COLLECTED):
             session.exitstatus = pytest.ExitCode.TESTS_FAILED
-        return f"ERROR: qcrypto: could not save results to {path}: {exc.strerror or exc}"
+        where = path if path is not None and target is None else history_dir
+        return f"ERROR: qcrypto: could not save results to {where}: {exc.strerror or exc}"
     n = plural(len(saved), "result")
+    also = (f"; added to the history as {added}" if added is not None else
+            f"; not added to the history {history_dir}" if history_dir is not None else "")
+    if target is None:
+        return (f"qcrypto: {n} added to the history as {added}" if added is not None else
+                f"qcrypto: the run did not finish: {n} not added to the history {history_dir}")
     if complete:
-        return f"qcrypto: {n} saved to {target}"
+        return f"qcrypto: {n} saved to {target}{also}"
     if target != path:
         return (f"qcrypto: the run did not finish: {n} saved to {target} "
-                f"(\"complete\": false); {path} left untouched")
-    return f"qcrypto: the run did not finish: {n} saved to {target} (\"complete\": false)"
+                f"(\"complete\": false); {path} left untouched{also}")
+    return f"qcrypto: the run did not finish: {n} saved to {target} (\"complete\": false){also}"

@@ -182,7 +182,7 @@ def _result(r: object, i: int, check: _Checker) -> Result:
     figure = "ops_per_s" if sizeless else "bytes_per_second"
     if sizeless:
         g(r, "unit", w, "ops/s", lambda v: v == "ops/s", "ops/s")
-    result = Result(
+    fields = dict(
         algorithm=g(r, "algorithm", w, "a non-empty string", is_str),
         plugin=g(r, "plugin", w, "a non-empty string", is_str),
         size=g(r, "size", w, f"a whole number of bytes from 1 to {settings.MAX_SIZE}" + (
@@ -223,31 +223,34 @@ def _result(r: object, i: int, check: _Checker) -> Result:
     raw = g(r, "workers", w, "a list of objects",
             lambda v: isinstance(v, list) and all(isinstance(e, dict) for e in v), [])
     workers = tuple(_worker(e, f"{w}workers[{k}].", check) for k, e in enumerate(raw))
-    if workers and len(workers) != result.jobs * result.threads:  # one of them is 1
-        what = f"threads is {result.threads}" if result.threads > 1 else f"jobs is {result.jobs}"
+    count, jobs, threads = fields["count"], fields["jobs"], fields["threads"]
+    if workers and len(workers) != jobs * threads:  # one of them is 1
+        what = f"threads is {threads}" if threads > 1 else f"jobs is {jobs}"
         raise check.fail(f"{w}workers has {len(workers)} entries but {what}")
-    if workers and sum(x.count for x in workers) != result.count:
+    if workers and sum(x.count for x in workers) != count:
         raise check.fail(f"{w}workers' counts add up to {sum(x.count for x in workers)}, "
-                         f"not to count ({result.count})")
-    if result.reference_s and len(result.reference_s) != len(result.rounds_s):
-        raise check.fail(f"{w}reference_s has {len(result.reference_s)} entries, rounds_s "
-                         f"{len(result.rounds_s)}: one reference time follows each round")
-    if result.count and not result.rounds_s:
-        raise check.fail(f"{w}rounds_s is empty, but count is {result.count}: a result "
+                         f"not to count ({count})")
+    rounds_s, reference_s = fields["rounds_s"], fields["reference_s"]
+    if reference_s and len(reference_s) != len(rounds_s):
+        raise check.fail(f"{w}reference_s has {len(reference_s)} entries, rounds_s "
+                         f"{len(rounds_s)}: one reference time follows each round")
+    if count and not rounds_s:
+        raise check.fail(f"{w}rounds_s is empty, but count is {count}: a result "
                          "records the seconds of each round it timed")
-    per_iteration = catalog.OPERATIONS_PER_ITERATION.get(result.direction, 1)
-    # every figure is the one its rounds give (as report and the current side compute it)
-    result = replace(result, bytes_per_second=_recomputed(
-        result.bytes_per_second, result.count * per_iteration, result.size, result.rounds_s,
-        f"{w}{figure}", check))
-    workers = tuple(replace(x, bytes_per_second=_recomputed(
-        x.bytes_per_second, x.count * per_iteration, result.size, x.rounds_s,
-        f"{w}workers[{k}].bytes_per_second", check)) for k, x in enumerate(workers))
+    per_iteration = catalog.OPERATIONS_PER_ITERATION.get(fields["direction"], 1)
+    size = fields["size"]
+    # every figure is the one its rounds give (as report and the current side compute it);
+    # the Result is built once, with them (a frozen dataclass's constructor is not cheap)
+    fields["bytes_per_second"] = _recomputed(fields["bytes_per_second"], count * per_iteration,
+                                             size, rounds_s, f"{w}{figure}", check)
+    result = Result(**fields, workers=tuple(replace(x, bytes_per_second=_recomputed(
+        x.bytes_per_second, x.count * per_iteration, size, x.rounds_s,
+        f"{w}workers[{k}].bytes_per_second", check)) for k, x in enumerate(workers)),
+        instructions=counted.parse(r, w, size, check))
     problem = result.wait_problem()
     if problem:
         raise check.fail(f"results[{i}]: {problem}")
-    return replace(result, workers=workers,
-                   instructions=counted.parse(r, w, result.size, check))
+    return result
 
 
 #: How far a saved figure may be from the one its rounds give: rounding (a millionth, or
