@@ -65,17 +65,18 @@ def fast():
 
 def built_once(tmp_path_factory, name, build):
     """A folder ``name`` that ``build(folder)`` fills once per test run: under pytest-xdist
-    the first worker that asks builds it under a lock, the others wait for it and share it
-    (each building its own copy cost the run twice, and two pip builds of this checkout at
-    once collide in its build/ folder).  What ``build`` raises (a skip, a failure) leaves no
-    folder, and the next worker that asks tries again."""
+    the first worker that asks builds it, the others wait for it and share it (each building
+    its own copy cost the run twice).  One lock for every such build: they build this
+    checkout with pip, and two pip builds of it at once collide in its build/ folder.  What
+    ``build`` raises (a skip, a failure) leaves no folder, and the next worker that asks
+    tries again."""
     if not os.environ.get("PYTEST_XDIST_WORKER"):
         where = tmp_path_factory.mktemp(name)
         build(where)
         return where
     root = tmp_path_factory.getbasetemp().parent  # this run's, shared by its workers
     where = root / name
-    with open(root / f"{name}.lock", "w") as lock:
+    with open(root / "built_once.lock", "w") as lock:
         fcntl.flock(lock, fcntl.LOCK_EX)
         if not (where / ".built").exists():
             shutil.rmtree(where, ignore_errors=True)
@@ -83,6 +84,27 @@ def built_once(tmp_path_factory, name, build):
             build(where)
             (where / ".built").touch()
     return where
+
+
+#: The tests that take longest, most of it building or waiting (a wheel and a second virtual
+#: environment of this checkout, counts under valgrind): they run first, so that the
+#: pytest-xdist workers of the main tier do not wait for them at the end of the run.
+SLOW_FIRST = (
+    "tests/test_wheel.py::",
+    "tests/test_targets_run.py::test_every_plugin_is_measured_on_every_target",
+    "tests/test_targets_run.py::test_the_ab_example_gives_one_table_ratios_and_a_verdict",
+    "tests/test_counting.py::test_a_loop_of_known_length_counts_a_fixed_amount_an_iteration",
+    "tests/test_counting.py::test_two_runs_of_one_cell_agree_within_half_a_percent",
+)
+
+
+def pytest_collection_modifyitems(items):
+    """:data:`SLOW_FIRST` first, in that order; the rest as collected (every worker sorts the
+    same collection the same way)."""
+    def rank(item):
+        return next((i for i, p in enumerate(SLOW_FIRST) if item.nodeid.startswith(p)),
+                    len(SLOW_FIRST))
+    items.sort(key=rank)
 
 
 #: What the pytest runs that tests start in child processes (``runpytest_subprocess``,
