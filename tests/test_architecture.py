@@ -8,6 +8,7 @@ Read with ``ast``, so nothing is imported to check it.
 from __future__ import annotations
 
 import ast
+import functools
 import shutil
 from pathlib import Path
 
@@ -43,9 +44,16 @@ def rank(name: str) -> int:
 
 def imports(package: Path, path: Path) -> set[str]:
     """Absolute names of what the module imports (``pytest_qcrypto.x`` as ``pytest_qcrypto.x``)."""
-    tree = ast.parse(path.read_text(encoding="utf-8"))
     here = module_name(package, path).split(".") if path.name != "__init__.py" else \
         [*module_name(package, path).split("."), "__init__"]
+    return set(_imports(path.read_text(encoding="utf-8"), tuple(here)))
+
+
+@functools.lru_cache(maxsize=None)
+def _imports(text: str, here: tuple[str, ...]) -> frozenset[str]:
+    """:func:`imports` of a module's text (parsed once per text and place: every check of
+    this file reads the same modules, of the package and of its copies)."""
+    tree = ast.parse(text)
     found: set[str] = set()
     for node in ast.walk(tree):
         if isinstance(node, ast.Import):
@@ -59,12 +67,18 @@ def imports(package: Path, path: Path) -> set[str]:
             found.add(mod)
             for a in node.names:  # from pytest_qcrypto.measure import harness: a module
                 found.add(f"{mod}.{a.name}")
-    return found
+    return frozenset(found)
+
+
+@functools.lru_cache(maxsize=None)
+def _modules(package: Path) -> frozenset[str]:
+    """The names of the package's modules (no check adds or removes a file)."""
+    return frozenset(module_name(package, p) for p in package.rglob("*.py"))
 
 
 def package_imports(package: Path, path: Path) -> set[str]:
     """The package's modules that ``path`` imports, by their names inside the package."""
-    modules = {module_name(package, p) for p in package.rglob("*.py")}
+    modules = _modules(package)
     me = module_name(package, path)
     out = set()
     for name in imports(package, path):

@@ -21,6 +21,8 @@ from pathlib import Path
 import pytest
 from packaging.requirements import Requirement
 
+from conftest import CHILD_ADDOPTS
+
 yaml = pytest.importorskip("yaml", reason="PyYAML is not installed (pip install -e '.[test]')")
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -35,10 +37,11 @@ EXPRESSION = re.compile(r"\$\{\{.*?\}\}")
 NEWER_RUNNER_LABELS = ("ubuntu-24.04",)
 #: What the tests add to the examples' own command lines (PYTEST_ADDOPTS): short rounds, and
 #: no threshold or floor a loaded test machine could trip: this checks the commands run,
-#: not the speed of the machine that runs the test suite.
+#: not the speed of the machine that runs the test suite (and, as in every child run of this
+#: suite, no hypothesis plugin: conftest.CHILD_ADDOPTS).
 QUICK = ("--qcrypto-min-time=0.005 --qcrypto-rounds=2 --qcrypto-confirm=0 "
          "-o qcrypto_threshold=95% -o qcrypto_thresholds= -o qcrypto_floors= "
-         "-p no:cacheprovider")
+         f"-p no:cacheprovider {CHILD_ADDOPTS}")
 
 
 def load(path):

@@ -25,6 +25,8 @@ from pathlib import Path
 
 import pytest
 
+from conftest import built_once
+
 CHECKOUT = Path(__file__).resolve().parent.parent
 #: The pycryptodome release of the second environment (not the one of this environment).
 OTHER_PYCRYPTODOME = "3.20.0"
@@ -246,10 +248,8 @@ def test_unusable_targets_say_why_in_one_line_and_the_run_goes_on(pytester, fake
     assert f"  hang: {hung}" in lines
 
 
-@pytest.fixture(scope="session")
-def other_venv(tmp_path_factory):
-    """A virtual environment with this checkout and pycryptodome OTHER_PYCRYPTODOME."""
-    where = tmp_path_factory.mktemp("venv-other") / "venv"
+def build_other_venv(folder):
+    where = folder / "venv"
     python = where / "bin" / "python"
     steps = [[sys.executable, "-m", "venv", str(where)],
              [str(python), "-m", "pip", "install", "-q", "--no-deps", str(CHECKOUT)],
@@ -262,7 +262,13 @@ def other_venv(tmp_path_factory):
         if done.returncode != 0:
             why = (done.stderr.strip().splitlines() or ["no message"])[-1]
             pytest.skip(f"cannot build the second environment: {' '.join(step[-3:])}: {why}")
-    return python
+
+
+@pytest.fixture(scope="session")
+def other_venv(tmp_path_factory):
+    """A virtual environment with this checkout and pycryptodome OTHER_PYCRYPTODOME (built
+    once per run, shared by the pytest-xdist workers)."""
+    return built_once(tmp_path_factory, "venv-other", build_other_venv) / "venv" / "bin" / "python"
 
 
 def test_every_plugin_is_measured_on_every_target(pytester, other_venv):

@@ -8,12 +8,12 @@ from pathlib import Path
 
 import pytest
 
+from conftest import built_once
+
 ROOT = Path(__file__).parent.parent
 
 
-@pytest.fixture(scope="module")
-def unpacked_wheel(tmp_path_factory):
-    out = tmp_path_factory.mktemp("wheel")
+def build_and_unpack(out):
     build = subprocess.run([sys.executable, "-m", "pip", "wheel", "--no-deps", "-q", "-w", str(out),
                             str(ROOT)], capture_output=True, text=True, timeout=300)
     if build.returncode != 0:
@@ -23,7 +23,13 @@ def unpacked_wheel(tmp_path_factory):
     with zipfile.ZipFile(wheel) as z:
         assert "pytest_qcrypto/checks/vectors/vectors.json" in z.namelist()
         z.extractall(target)
-    return target
+
+
+@pytest.fixture(scope="session")
+def unpacked_wheel(tmp_path_factory):
+    """The wheel of this checkout, unpacked; built once per run (one build for every
+    pytest-xdist worker: two at once collide in the checkout's build/ folder)."""
+    return built_once(tmp_path_factory, "wheel", build_and_unpack) / "site"
 
 
 def test_known_answers_and_main_job_run_from_the_wheel(unpacked_wheel, tmp_path):
