@@ -144,7 +144,7 @@ def test_nosuch_cipher_is_a_usage_error_naming_valid_ciphers(pytester):
     (["speed", "-D", "sha256", "tests/"], "unrecognized argument 'tests/'"),
     (["speed", "-D"], "expected one argument"),
     (["frobnicate"], "invalid choice: 'frobnicate'"),
-    ([], "give a command: speed, list, report or compare"),
+    ([], "give a command: speed, list, report, compare or history"),
     (["list", "--qcrypto-size", "16"], "unrecognized arguments"),
     (["report"], "the following arguments are required: FILE"),
 ])
