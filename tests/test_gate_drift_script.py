@@ -24,7 +24,7 @@ def test_tiny_run_prints_the_table_and_writes_json(tmp_path):
     assert done.returncode == 0, done.stdout + done.stderr
     text = done.stdout
     assert "gate drift: 2 sizes, slowed sha256 at 16, 256 B by 20%, threshold 10%, 1 compares " \
-        "per neighbour condition, reference ratio" in text
+        "per neighbour condition, slow phase of spread rounds" in text
     assert "neighbour compares same code failed  cannot tell (cells)" in text
     assert "targets met: " in text and "a tiny run: not worth quoting" in text
     result = json.loads(out.read_text())

@@ -228,11 +228,11 @@ def properties(v: Verdict) -> list[tuple[str, str]]:
                   ("qcrypto_change_pct", gate.pct(v.change).rstrip("%"))]
         if v.threshold is not None:
             props.append(("qcrypto_threshold_pct", f"{v.threshold.value:g}"))
-        if v.drift is not None and v.drift.rule.startswith(gate_spread.RULE):
-            props += [("qcrypto_rule", v.drift.rule),
+        if v.drift is not None and v.drift.rule.startswith(gate_spread.RULE):  # it decided
+            props += [("qcrypto_decided_by", v.drift.rule),
                       ("qcrypto_slowdown_pct", f"{v.drift.slowdown * 100:.2f}"),
                       ("qcrypto_band_pct", f"{v.drift.band * 100:.2f}")]
-        elif v.test is not None:  # the decision rule's statistic (gate_stats)
+        if v.test is not None:  # the median test's statistic (gate_stats)
             props += [("qcrypto_rule", gate_stats.RULE), ("qcrypto_p_value", f"{v.test.p:.4g}"),
                       ("qcrypto_false_alarm_rate", f"{v.test.alpha:g}"),
                       ("qcrypto_rounds_below", f"{v.test.below}/{v.test.rounds}"),
