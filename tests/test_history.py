@@ -193,3 +193,16 @@ def test_a_history_folder_that_is_a_file_is_a_usage_error(here, capsys):
     assert qcrypto.main(["speed", "-D", "sha256", "-P", "hashlib", "--history=afile"]) == 4
     assert capsys.readouterr().err.startswith(
         "ERROR: --qcrypto-history: cannot add to afile: it exists and is not a directory\n")
+
+
+def test_a_file_copied_in_under_another_name_takes_its_place_by_time(here, capsys):
+    write_history(here / "hist")
+    files = sorted((here / "hist").iterdir())
+    first = files[0]  # the run of 2026-11-01, renamed so that its name sorts last
+    first.rename(here / "hist" / "zzz-copied-in.json")
+    assert qcrypto.main(["history", "hist"]) == 1
+    out = capsys.readouterr().out
+    assert out.splitlines()[0] == ("qcrypto history: 30 runs in hist (2026-11-01T08:00:00Z to "
+                                   "2026-11-30T08:00:00Z), 30 cells on 1 machine")
+    assert (f"between run 17 (2026-11-17T08:00:00Z, commit {commit_of(17)[:12]}) and run 18 "
+            f"(2026-11-18T08:00:00Z, commit {commit_of(18)[:12]})") in out

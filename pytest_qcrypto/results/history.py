@@ -234,7 +234,7 @@ def _parse_since(since: str | None) -> str:
 
 def read(folder: Path, since: str | None = None, processes: int | None = None) -> History:
     """Every results file of ``folder`` as a :class:`History` (module doc), oldest first by
-    file name; ``since`` (ISO 8601 date or time, UTC) leaves older runs out.
+    ``created`` (:func:`assemble`); ``since`` (ISO 8601 date or time, UTC) leaves older runs out.
 
     Raises ``ValueError`` for a bad ``since`` and ``OSError`` when ``folder`` cannot be
     listed (``NotADirectoryError``, ``FileNotFoundError``).  From :data:`POOL_FROM` files
@@ -252,10 +252,16 @@ def read(folder: Path, since: str | None = None, processes: int | None = None) -
 
 
 def assemble(extracted: Iterable[tuple[str, tuple[str, Any]]], after: str = "") -> History:
-    """The :class:`History` of files already read (:func:`_extract`), in order."""
+    """The :class:`History` of files already read (:func:`_extract`), oldest first by their
+    ``created`` time (file name for equal times: a file copied in under another name still
+    takes its place by time)."""
     out = History()
     by_cell: dict[tuple[CellKey, str], Series] = {}
-    for path, (status, value) in extracted:
+
+    def created_of(item: tuple[str, tuple[str, Any]]) -> tuple[str, str]:
+        path, (status, value) = item
+        return ((value[0][1] or "") if status != "bad" else "", path)
+    for path, (status, value) in sorted(extracted, key=created_of):
         if status == "bad":
             out.unreadable.append((path, value))
             continue
