@@ -14,10 +14,9 @@ a median (or a mean) moves with it; the slow phase does not.  The rule:
   :data:`~pytest_qcrypto.gate.drift.MIN_CPU_SHARE` of its time: a device, a sleep).
 * Each side's figure is the :data:`QUANTILE` quantile of its round rates (the slow
   phase's speed; interpolated as ``statistics.quantiles``' inclusive method), and the slowdown is ``1 -
-  current / baseline``, over the same ratio of the reference workload's rates (timed once
-  a pass, :mod:`pytest_qcrypto.measure.reference`) when both sides have them: a machine
-  slower through a whole run slows both and leaves the ratio alone (measured there: the
-  reference workload's 25th percentile moved under 1.5% between the three conditions).
+  current / baseline``.  The reference workload is timed once a pass and saved
+  (:mod:`pytest_qcrypto.measure.reference`) but not used: measured, its quartile moved by
+  itself between runs and the ratio to it made false alarms (see :func:`spread_test`).
 * The noise band is :data:`BAND_SD` standard deviation of that log ratio, estimated by
   resampling both sides' rounds (:data:`RESAMPLES` bootstrap draws, a fixed seed, so that a
   verdict is repeatable): ``band = exp(BAND_SD sd) - 1`` (see :data:`BAND_SD` for why one).
@@ -141,10 +140,13 @@ def spread_test(m: Measurement, baseline: Result, threshold_pct: float) -> Drift
     now = current_rates(m, base[1])
     if now is None:
         return None
-    ref_base = reference_rates(baseline.reference_s, len(base[0]))
-    ref_now = reference_rates(m.reference_s, len(now))
-    if not (ref_base and ref_now):
-        ref_base = ref_now = []
+    # The reference workload's times are saved with the rounds but not used here: measured,
+    # its quartile moved by itself between runs (about 23% in a fresh user's same-code
+    # compare, which the ratio read as a 19% slowdown of cells 4% faster by the clock, and
+    # against a plugin on a fake clock, 42%), and on quiet data it took no error out (2.8%
+    # against 2.9%) while it widened the band (4.5% against 3.5%).
+    ref_base: list[float] = []
+    ref_now: list[float] = []
     slow = -math.expm1(_log_ratio(base[0], now, ref_base, ref_now))
     return DriftTest(slow, band(base[0], now, ref_base, ref_now), (slow,), threshold_pct,
                      len(base[0]), len(now),
