@@ -25,6 +25,13 @@ counts the cells (of all 24) that got that verdict; a *detection* is a ``slowed`
 failed as a regression.  Targets (issue 23): at most 1 false alarm in 20 compares in each
 condition, cannot tell in fewer than half the cells, a 20% slowdown caught in at least 19
 of 20 quiet compares.
+
+Then, in the same run, the two other ways issue 23 asks for: the instruction gate
+(:func:`instructions_gate.instruction_part`: 0 false alarms in 20 compares per condition,
+2% extra work caught in 20 of 20) and the A/B recipe (:func:`ab_gate.ab_part`: both
+versions in one run, interleaved; ``--ab-runs`` per condition, its false alarms and
+detections reported, no target).  ``--keep DIR`` keeps every results file of the wall-clock
+part, to judge the same rounds by another rule afterwards.
 """
 
 from __future__ import annotations
@@ -40,6 +47,8 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
 
+import ab_gate
+import instructions_gate
 from benchlib import Neighbour, cell_properties, timed_run
 from pytest_qcrypto.gate import spread as gate_spread
 from pytest_qcrypto.measure import machine
@@ -113,14 +122,23 @@ def verdicts(junit: Path) -> dict[str, str]:
             for cell, props in cell_properties(junit).items()}
 
 
+def changes(junit: Path) -> dict[str, list[float]]:
+    """Per cell: the rule's slowdown and noise band in percent (JUnit properties)."""
+    return {cell: [float(props["qcrypto_slowdown_pct"]), float(props["qcrypto_band_pct"])]
+            for cell, props in cell_properties(junit).items()
+            if "qcrypto_slowdown_pct" in props and "qcrypto_band_pct" in props}
+
+
 def slowed(cell: str) -> bool:
     return cell.split(":")[1] == "slowed"
 
 
 def compare_once(where: Path, label: str, sizes: tuple[int, ...],
-                 min_time: float | None) -> dict[str, Any]:
+                 min_time: float | None, keep: Path | None = None,
+                 index: int = 0) -> dict[str, Any]:
+    save = [f"--qcrypto-save={keep / f'compare-{index:02d}-{label}.json'}"] if keep else []
     with Neighbour(NEIGHBOURS.get(label), settle_s=0.5):
-        seconds, done = run(where, pytest_args(sizes, min_time) + [
+        seconds, done = run(where, pytest_args(sizes, min_time) + save + [
             "--qcrypto-compare=base.json", "--junitxml=junit.xml"], SLOWDOWN / (1 - SLOWDOWN))
     if done.returncode not in (0, 1):
         raise SystemExit(f"gate_drift: a compare run failed ({done.returncode}):\n"
@@ -129,6 +147,7 @@ def compare_once(where: Path, label: str, sizes: tuple[int, ...],
     same = {c: v for c, v in cells.items() if not slowed(c)}
     return {"condition": label, "seconds": seconds, "exit": done.returncode,
             "load": os.getloadavg()[0], "verdicts": cells,
+            "slowdown_band_pct": changes(where / "junit.xml"),
             "false_alarm": any(v.startswith("regression") for v in same.values()),
             "failed_same": sorted(c for c, v in same.items() if v.startswith("regression")),
             "cannot_tell": sorted(c for c, v in cells.items() if v == "cannot tell"),
@@ -190,6 +209,15 @@ def main(argv: list[str] | None = None) -> int:
                    help="write the figures here (default: benchmarks/results-DATE/"
                         "gate-drift-TIME.json and .txt; --tiny: none)")
     p.add_argument("--runs", type=int, default=20, help="compares per condition (default 20)")
+    p.add_argument("--instruction-runs", type=int, default=None, metavar="N",
+                   help="the instruction gate's compares per condition (default: --runs; 0: "
+                        "leave that part out)")
+    p.add_argument("--ab-runs", type=int, default=2, metavar="N",
+                   help="A/B runs (both versions in one run, interleaved) per condition "
+                        "(default 2; 0: leave that part out)")
+    p.add_argument("--keep", default=None, metavar="DIR",
+                   help="also keep the baseline's and every compare's results file in DIR "
+                        "(for judging the same rounds by another rule afterwards)")
     p.add_argument("--tiny", action="store_true",
                    help="a smoke run: 1 compare per condition, 16 and 256 B, min-time 0.01 s")
     args = p.parse_args(argv)
@@ -209,6 +237,11 @@ def main(argv: list[str] | None = None) -> int:
         (where / "conftest.py").write_text(CONFTEST)
         seconds, done = run(where, pytest_args(sizes, min_time) + ["--qcrypto-save=base.json"],
                             0.0)
+        keep = Path(args.keep).resolve() if args.keep else None
+        if keep is not None:
+            keep.mkdir(parents=True, exist_ok=True)
+            (keep / "baseline.json").write_bytes((where / "base.json").read_bytes()
+                                                 if (where / "base.json").exists() else b"")
         if done.returncode != 0:
             raise SystemExit(f"gate_drift: the baseline run failed:\n{done.stdout[-3000:]}"
                              f"\n{done.stderr[-2000:]}")
@@ -216,20 +249,37 @@ def main(argv: list[str] | None = None) -> int:
         runs = []
         for i in range(k * len(CONDITIONS)):  # the neighbour comes and goes
             label = CONDITIONS[i % len(CONDITIONS)]
-            r = compare_once(where, label, sizes, min_time)
+            r = compare_once(where, label, sizes, min_time, keep, i)
             runs.append(r)
             say(f"  compare {i + 1}/{k * len(CONDITIONS)} ({label}): {r['seconds']:.1f} s, "
                 f"same code failed: {', '.join(r['failed_same']) or 'none'}; cannot tell: "
                 f"{len(r['cannot_tell'])}; caught: {', '.join(r['caught']) or 'none'}")
     out["runs"] = runs
-    out["seconds"] = time.perf_counter() - started
-    out["load_end"] = os.getloadavg()
+    out["wall_clock_seconds"] = time.perf_counter() - started
     out["summary"] = summarise(runs, sizes)
     out["verdicts"] = targets(out["summary"])
+    parts = []
+    instruction_runs = (1 if args.tiny else k) if args.instruction_runs is None \
+        else args.instruction_runs
+    if instruction_runs:
+        part = instructions_gate.instruction_part(instruction_runs, say=say)
+        out["instructions"] = part.summary
+        out["verdicts"] += part.rows
+        parts.append(part)
+    if args.ab_runs:
+        part = ab_gate.ab_part(1 if args.tiny else args.ab_runs,
+                               (16,) if args.tiny else ab_gate.SIZES, say=say)
+        out["ab"] = part.summary
+        out["verdicts"] += part.rows
+        parts.append(part)
+    out["seconds"] = time.perf_counter() - started
+    out["load_end"] = os.getloadavg()
     lines = [f"gate drift: {len(sizes)} sizes, slowed sha256 at "
              f"{', '.join(str(s) for s in SLOWED_SIZES if s in sizes)} B by {SLOWDOWN:.0%}, "
              f"threshold {THRESHOLD:g}%, {k} compares per neighbour condition, {gate_spread.RULE}",
              *table(out["summary"])]
+    for part in parts:
+        lines += part.lines
     lines += [f"  {'met' if v['met'] else 'NOT MET'}: {v['target']}: {v['got']}"
               for v in out["verdicts"]]
     lines.append(f"targets met: {sum(v['met'] for v in out['verdicts'])} of "

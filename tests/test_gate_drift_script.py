@@ -40,3 +40,13 @@ def test_tiny_run_prints_the_table_and_writes_json(tmp_path):
     assert [v["target"] for v in result["verdicts"]][:2] == [
         "none: same code failed in at most 1 of 20 compares",
         "none: cannot tell in fewer than half the cells"]
+    # the instruction gate and the A/B recipe ran in the same script, one per condition
+    assert [c for c in result["instructions"]["conditions"]] == ["none", "spinning", "memory"]
+    assert "instruction gate: sha256 hashlib-wrapped, 16 B, threshold 1%" in text
+    assert [r["condition"] for r in result["ab"]["runs"]] == ["none", "spin", "memory"]
+    for run in result["ab"]["runs"]:  # openssl, hashlib and slowed here (@local), at 16 B
+        assert sorted(run["verdicts"]) == ["sha256:hashlib@local:16:digest",
+                                           "sha256:openssl@local:16:digest",
+                                           "sha256:slowed@local:16:digest"]
+        assert all(v != "?" for v in run["verdicts"].values())
+    assert "A/B recipe (both versions in one run, interleaved, --qcrypto-compare-target)" in text

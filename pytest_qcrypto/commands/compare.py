@@ -36,13 +36,14 @@ from pytest_qcrypto.measure import counting
 import re
 import sys
 from collections.abc import Sequence
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
 import pytest
 
 from pytest_qcrypto.algorithms import catalog
-from pytest_qcrypto.gate import compare, counted as counted_gate, verdicts as gate
+from pytest_qcrypto.gate import compare, counted as counted_gate, spread as gate_spread, verdicts as gate
 from pytest_qcrypto.pytest_side import counting as counting_side
 from pytest_qcrypto.output import report
 from pytest_qcrypto.results import store as results
@@ -160,11 +161,11 @@ def verdicts_of(rules: GateRules, baselines: Baselines,
                 current: results.ResultsFile) -> list[tuple[CellKey, Verdict]]:
     """Each result of ``current`` judged against ``baselines`` (cell with the plugin as saved)."""
     out = []
-    for r in current.results:
-        m = measurement(r)
+    pairs = [(measurement(r), baselines.for_test(r.key, r.test)) for r in current.results]
+    spread = [(m, b) for m, b in pairs if b is not None and m.spread_s]  # for the peers
+    for r, (m, base) in zip(current.results, pairs):
         canonical = r.canonical_plugin or r.plugin
         names = [r.plugin, canonical, r.plugin.partition(":")[0], canonical.partition(":")[0]]
-        base = baselines.for_test(r.key, r.test)
 
         def differences(base: results.Result | None = base, r: results.Result = r) -> list[str]:
             assert base is not None
@@ -172,6 +173,9 @@ def verdicts_of(rules: GateRules, baselines: Baselines,
                                          lambda typed: _version(current, typed))
 
         c = gate.criteria(rules, m, names, base, None, differences)
+        if m.spread_s and base is not None:  # the same algorithm and size, other plugins
+            c = replace(c, peers=tuple(gate_spread.peers_of(m, [p for p in spread
+                                                                if p[0] is not m])))
         if m.counted is not None:  # counted instructions: the instruction gate's own rule
             threshold = getattr(rules, "instructions", counted_gate.threshold_rule())
             verdict = counted_gate.judge(m, counted_gate.criteria(c, threshold))

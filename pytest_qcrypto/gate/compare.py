@@ -226,8 +226,8 @@ def none_judged(verdicts: Mapping[CellKey, Verdict]) -> str | None:
                                                          gate.NEW}:
         n = sum(v.status == gate.CANNOT_TELL for v in verdicts.values())
         return (f"ERROR: qcrypto: nothing could be told: for each of the {plural(n, 'cell')} "
-                "judged the noise band on this machine is wider than the threshold, which is "
-                "not a pass (more --qcrypto-rounds, a quieter runner, "
+                "judged the noise band on this machine is wider than the threshold, or the "
+                "cell's peers moved with it, which is not a pass (more --qcrypto-rounds, a quieter runner, "
                 "--qcrypto-measure=instructions, or an A/B run with --qcrypto-target)")
     if gate.NOT_JUDGED not in statuses or statuses - {gate.NOT_JUDGED, gate.NEW}:
         return None

@@ -134,9 +134,15 @@ class DriftTest:
     rule: str = RULE
     #: what the slowdown is measured against, in words
     against: str = "relative to the reference workload"
+    #: a verdict the rule set itself (:data:`CANNOT_TELL` when the cell moved with its
+    #: peers: :mod:`pytest_qcrypto.gate.spread`), and why, in words; empty: from the figures
+    forced: str = ""
+    why: str = ""
 
     @property
     def status(self) -> str:
+        if self.forced:
+            return self.forced
         t = self.threshold_pct / 100
         if self.slowdown <= t or self.try_slowdowns[-1] <= t:  # the last try passed
             return PASS
@@ -155,6 +161,10 @@ class DriftTest:
 
     def cannot_tell_text(self) -> str:
         """What a cannot-tell verdict says and what to do about it."""
+        if self.why:
+            return (f"cannot tell on this machine: {self.slowdown:.1%} slower {self.against}, "
+                    f"but {self.why}: an A/B run of both versions in one job "
+                    "(--qcrypto-target) or --qcrypto-measure=instructions can tell")
         return (f"cannot tell on this machine: {self.slowdown:.1%} slower {self.against}, "
                 f"but the noise band is +-{self.band:.1%}, wider than the threshold "
                 f"{self.threshold_pct:g}%: more --qcrypto-rounds, a quieter runner, "
@@ -163,8 +173,9 @@ class DriftTest:
 
     def record(self) -> dict[str, object]:
         """Saved with the verdict: ``drift_slowdown``, ``drift_band``, ``drift_status``."""
-        return {"drift_rule": self.rule, "drift_slowdown": self.slowdown,
-                "drift_band": self.band, "drift_status": self.status}
+        out = {"drift_rule": self.rule, "drift_slowdown": self.slowdown,
+               "drift_band": self.band, "drift_status": self.status}
+        return {**out, "drift_why": self.why} if self.why else out
 
 
 def try_slowdown(m: Measurement, share: float | None, baseline: Result) -> float | None:

@@ -24,6 +24,20 @@ a median (or a mean) moves with it; the slow phase does not.  The rule:
   threshold slower: pass; beyond it with the band's lower edge too: regression; beyond it,
   not its edge, with a band wider than the threshold: cannot tell on this machine; else
   within noise.  No confirmation tries: the spread rounds are the confirmation.
+* Peers.  A machine state can last a whole run (measured with ``benchmarks/gate_drift.py``:
+  in about 2 compares in 5, minutes after the baseline, unchanged sha256 cells read 25 to 38%
+  slower at 4096 B and up and small buffers 10 to 35% faster, in every neighbour condition),
+  and no spreading within a run can see it.  What moves with it is the same work: the same
+  algorithm at the same buffer size in the run's other crypto plugins (the same instructions,
+  SHA-NI or AES-NI, the same call pattern), measured in the same passes.  When a cell has
+  such peers (:func:`peers_of`, spread on both sides), its log ratio is taken less the
+  median of theirs, with a band resampled over every side: beyond the threshold that way is
+  a regression; slower by its own figures, but not relative to its peers, is *cannot tell*
+  (the machine moved, or something they share did: an A/B run or counted instructions can
+  tell).  A run with one crypto plugin, or a cell alone at its size, is judged by its own
+  figures.  A change that slows every plugin of an algorithm alike is therefore never a
+  regression here, only cannot tell: on a machine whose speed moves by a third between
+  runs that is what the clock can say.
 
 Measured on that machine (rounds of 5 cells in turn, 25 rounds 0.5 s apart a side,
 baselines from a quiet run, currents from quiet, spinning-neighbour and memory-neighbour
@@ -37,8 +51,9 @@ import math
 import random
 import statistics
 from collections.abc import Sequence
+from dataclasses import replace
 
-from pytest_qcrypto.gate.drift import DriftTest, on_the_cpu
+from pytest_qcrypto.gate.drift import CANNOT_TELL, REGRESSION, DriftTest, on_the_cpu
 from pytest_qcrypto.measure.harness import Measurement
 from pytest_qcrypto.results.model import Result
 
@@ -117,21 +132,88 @@ def applies(m: Measurement, baseline: Result) -> bool:
     return base is not None and current_rates(m, base[1]) is not None
 
 
-def spread_test(m: Measurement, baseline: Result, threshold_pct: float) -> DriftTest | None:
-    """The rule on ``m`` against ``baseline``; None unless both took spread rounds."""
+Pair = tuple[Measurement, Result]
+
+
+def peers_of(m: Measurement, candidates: Sequence[Pair]) -> list[Pair]:
+    """The pairs (measured now, baseline) of ``candidates`` that are ``m``'s peers: the same
+    algorithm, buffer size and direction in another crypto plugin (by canonical name)."""
+    mine = m.canonical_plugin or m.plugin
+    return [(p, b) for p, b in candidates
+            if p.algorithm.lower() == m.algorithm.lower() and p.size == m.size
+            and p.direction == m.direction and (p.canonical_plugin or p.plugin) != mine]
+
+
+def _sides(m: Measurement, baseline: Result) -> tuple[list[float], list[float], bool] | None:
     base = baseline_rates(baseline)
     if base is None:
         return None
     now = current_rates(m, base[1])
-    if now is None:
+    return (base[0], now, base[1]) if now is not None else None
+
+
+def _shift(pairs: Sequence[tuple[Sequence[float], Sequence[float]]]) -> float:
+    """The peers' move, the median of their log ratios (current over baseline)."""
+    return statistics.median(_log_ratio(b, n) for b, n in pairs)
+
+
+def _adjusted_band(own: tuple[Sequence[float], Sequence[float]],
+                   pairs: Sequence[tuple[Sequence[float], Sequence[float]]],
+                   seed: int = SEED) -> float:
+    """:func:`band` of the cell's log ratio less its peers' median one, every side resampled."""
+    rng = random.Random(seed)
+
+    def draw(xs: Sequence[float]) -> list[float]:
+        return [xs[rng.randrange(len(xs))] for _ in xs]
+    logs = [_log_ratio(draw(own[0]), draw(own[1]))
+            - _shift([(draw(b), draw(n)) for b, n in pairs]) for _ in range(RESAMPLES)]
+    return math.expm1(BAND_SD * statistics.stdev(logs))
+
+
+def spread_test(m: Measurement, baseline: Result, threshold_pct: float,
+                peers: Sequence[Pair] = ()) -> DriftTest | None:
+    """The rule on ``m`` against ``baseline``; None unless both took spread rounds.
+
+    ``peers`` (:func:`peers_of`): the same algorithm and size in the run's other crypto
+    plugins, measured in the same passes, with their baselines.  With at least one that
+    took spread rounds on both sides and by the same clock, the cell is judged against them
+    (see the module): a regression is a slowdown beyond the threshold *relative to the
+    peers' median move*, and a slowdown by the cell's own figures that the peers share is
+    *cannot tell* (the machine moved, or what they share did).
+    """
+    sides = _sides(m, baseline)
+    if sides is None:
         return None
+    base, now, by_cpu = sides
     # The reference workload's times are saved with the rounds but not used here: measured,
     # its quartile moved by itself between runs (about 23% in a fresh user's same-code
     # compare, which a ratio to it read as a 19% slowdown of cells 4% faster by the clock, and
     # against a plugin on a fake clock, 42%), and on quiet data it took no error out (2.8%
     # against 2.9%) while it widened the band (4.5% against 3.5%).
-    slow = -math.expm1(_log_ratio(base[0], now))
-    return DriftTest(slow, band(base[0], now), (slow,), threshold_pct,
-                     len(base[0]), len(now),
-                     rule=RULE if base[1] else f"{RULE}, by the clock",
-                     against=f"in the slow phase ({QUANTILE:.0%} quantile of the round rates)")
+    rule = RULE if by_cpu else f"{RULE}, by the clock"
+    own = -math.expm1(_log_ratio(base, now))
+    raw = DriftTest(own, band(base, now), (own,), threshold_pct, len(base), len(now),
+                    rule=rule, against=f"in the slow phase ({QUANTILE:.0%} quantile of the "
+                                       "round rates)")
+    pairs, names = [], []
+    for p, b in peers:
+        got = _sides(p, b)
+        if got is not None and got[2] == by_cpu:
+            pairs.append(got[:2])
+            names.append(p.plugin)
+    if not pairs:
+        return raw
+    shift = _shift(pairs)
+    rel = -math.expm1(_log_ratio(base, now) - shift)
+    moved = f"{', '.join(names)} moved {math.expm1(shift):+.1%}"
+    adjusted = DriftTest(rel, _adjusted_band((base, now), pairs), (rel,), threshold_pct,
+                         len(base), len(now), rule=f"{rule}, against its peers",
+                         against=f"against {m.algorithm}'s other plugins at this size "
+                                 f"({moved}), in the slow phase")
+    if adjusted.status == REGRESSION:
+        return adjusted
+    if raw.status == REGRESSION:  # slower by its own figures, but so are its peers
+        return replace(raw, forced=CANNOT_TELL, rule=adjusted.rule,
+                       why=f"{m.algorithm}'s other plugins at this size moved too ({moved}): "
+                           "the machine, or what they share")
+    return adjusted if adjusted.status == CANNOT_TELL else raw

@@ -68,7 +68,7 @@ MARK_NOTES = {
            "work kept the CPUs busy",
     NOT_JUDGED: "not judged: another machine (--qcrypto-require-same-machine), jobs or "
                 "threads, or cannot tell on this machine (its noise band is wider than the "
-                "threshold)",
+                "threshold, or its peers moved with it)",
 }
 
 
@@ -175,6 +175,9 @@ class Criteria:
     not_judged: str = ""
     #: seconds to wait before each confirmation try (``--qcrypto-confirm-pause``)
     pause_s: float = 0.0
+    #: the cell's peers measured in the same spread passes, with their baselines
+    #: (:func:`pytest_qcrypto.gate.spread.peers_of`)
+    peers: tuple[tuple[Measurement, Result], ...] = ()
 
     @property
     def judged(self) -> bool:
@@ -232,7 +235,7 @@ def judge(tries: Sequence[Measurement], waits: Sequence[float | None], c: Criter
                 tries_text=_tries_text(tries, waits, best, c.judged))
     if c.judged and c.baseline is not None and c.threshold is not None:
         v.test = gate_stats.test_tries(tries, waits, c.baseline, c.threshold.value)
-        v.drift = gate_spread.spread_test(tries[-1], c.baseline, c.threshold.value) \
+        v.drift = gate_spread.spread_test(tries[-1], c.baseline, c.threshold.value, c.peers) \
             if spread else gate_drift.drift_test(tries, waits, c.baseline, c.threshold.value)
     if v.drift is not None and not c.not_judged:
         _judge_drift(v, c, v.drift)

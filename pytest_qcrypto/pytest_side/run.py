@@ -408,6 +408,8 @@ class QcryptoRun(RunSettings):
         interrupts = self._guard().interrupts
         gate = self.gate
         criteria = (lambda m: gate.criteria(m, item)) if gate is not None else None
+        cells = spreading.for_run(self, item, case_of)
+        criteria = spreading.with_peers(criteria, cells, gate)  # spread cells' peers
         if self.targets is not None:  # --qcrypto-compare-target judges targets against one
             criteria = self.targets.criteria(criteria)
         criteria = counting_side.judged_by_count(criteria, self.counting)  # instructions
@@ -416,4 +418,4 @@ class QcryptoRun(RunSettings):
             options, interrupted=lambda: interrupts.seen is not None,
             criteria=criteria, meter=self.meter, targets=self.targets,
             asked=lambda: [s.plugin for s in self.selections],  # the checks' peers
-            spread=spreading.spreader(spreading.for_run(self, item, case_of), item))
+            spread=spreading.spreader(cells, item))

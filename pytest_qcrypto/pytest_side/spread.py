@@ -24,12 +24,14 @@ asks for more), rounds of ``--qcrypto-min-time`` up to
 from __future__ import annotations
 
 from collections.abc import Callable, Hashable
+from dataclasses import replace
 from typing import Any
 
 import pytest
 
 from pytest_qcrypto.algorithms.cases import Case
 from pytest_qcrypto.algorithms.settings import DEFAULT_MIN_TIME
+from pytest_qcrypto.gate import spread as gate_spread
 from pytest_qcrypto.measure import bench, limits, reference, spread as spreading
 from pytest_qcrypto.measure.harness import Measurement
 
@@ -72,6 +74,7 @@ class SpreadCells:
         self._timeout = timeout
         self._done = False
         self._measured: dict[Key, Measurement] = {}
+        self.all: list[Measurement] = []  # every cell measured in turn, for the gate's peers
 
     def cases(self) -> list[Case]:
         """The sized cells of the session's items (the matrix's, the marker's), once each, in
@@ -133,6 +136,7 @@ class SpreadCells:
 
         def keep(timings: dict[Hashable, spreading.SpreadTiming]) -> None:
             self._measured = {k: finish[k](t) for k, t in timings.items() if k in finish}
+            self.all = list(self._measured.values())
 
         def interrupted(timings: dict[Hashable, spreading.SpreadTiming]) -> None:
             keep(timings)  # the cells measured so far, with the rounds they have
@@ -239,3 +243,21 @@ def spreader(cells: SpreadCells | None, item: pytest.Item | None) -> Any:
             return None
         return cells.measurement(case, size, way)
     return spread
+
+
+def with_peers(criteria: Callable[[Measurement], Any] | None, cells: SpreadCells | None,
+               gate: Any) -> Callable[[Measurement], Any] | None:
+    """``criteria`` (a measurement's :class:`~pytest_qcrypto.gate.verdicts.Criteria`) with
+    the cell's peers from the same spread passes and their baselines (``gate``, the run's
+    gate side, finds them): :func:`pytest_qcrypto.gate.spread.peers_of`."""
+    if criteria is None or not cells or gate is None:
+        return criteria
+
+    def judged(m: Measurement) -> Any:
+        c = criteria(m)
+        if not m.spread_s or c.baseline is None:
+            return c
+        pairs = [(p, b) for p in cells.all if p is not m
+                 and (b := gate.criteria(p, None).baseline) is not None]
+        return replace(c, peers=tuple(gate_spread.peers_of(m, pairs)))
+    return judged
