@@ -170,7 +170,8 @@ def test_compare_command_fails_a_regression_between_two_saved_runs(fake):
                              "is judged on its saved figure against base.json, without "
                              "confirmation tries")
     r.stderr.fnmatch_lines(["Regression gate: baseline base.json (2 results, created *), "
-                            "threshold 10% unless an ini line says otherwise, 0 confirmation tries",
+                            "threshold 10% unless an ini line says otherwise, rounds spread "
+                            "over the run, judged by their slow phase (no confirmation tries)",
                             "regressions (2):",
                             "  regression: sha256 fake 16 B digest: * KiB/s now, baseline * "
                             "KiB/s, change -*%*, threshold 10% (default); *",

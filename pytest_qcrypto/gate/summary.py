@@ -13,10 +13,14 @@ from typing import Any
 
 from pytest_qcrypto.algorithms.catalog import plural
 from pytest_qcrypto.output.tables import Changes, GateTables, SummaryTable
-from pytest_qcrypto.gate import counted as counted_gate
+from pytest_qcrypto.gate import counted as counted_gate, spread as gate_spread
 from pytest_qcrypto.gate.verdicts import (BUSY, CANNOT_TELL, MARK_NOTES, MARKS, NEW, NOISE, NOT_JUDGED, OK, RECOVERED,
                                  REGRESSION, BaselineIndex, CellKey, GateRules, Verdict,
                                  pct, describe, kib, which_try, without_wait)
+
+
+#: The change grid's mark for a change taken against the cell's peers (:mod:`.spread`).
+PEERS_MARK = "^"
 
 
 def change_grid(baseline_path: object, algorithm: str, direction: str,
@@ -40,6 +44,12 @@ def change_grid(baseline_path: object, algorithm: str, direction: str,
                 mark = MARKS.get(v.status, "")
                 if mark:
                     used.add(v.status)
+                drift = getattr(v, "drift", None)
+                if drift is not None and drift.rule.startswith(gate_spread.RULE):
+                    used.add("spread")
+                    if drift.against.startswith("against "):  # relative to its peers
+                        used.add("peers")
+                        mark = PEERS_MARK + mark
                 more = counted_gate.more_instructions(v)
                 counted = counted or more is not None
                 texts[(p, s)] = f"{pct(v.change) if more is None else f'{more:+.2f}%'}{mark}"
@@ -57,6 +67,12 @@ def change_grid(baseline_path: object, algorithm: str, direction: str,
         used.add(NOT_JUDGED)
     notes = tuple(f"{MARKS[s]} {MARK_NOTES[s]}" for s in (REGRESSION, NOISE, NOT_JUDGED)
                   if s in used)
+    if "spread" in used:  # not the medians of the table above: say which figure
+        notes += ("  changes of the slow phase of rounds spread over the run (the 25% quantile "
+                  "of their rates), not of the figures above",)
+    if "peers" in used:
+        notes += (f"{PEERS_MARK} against the same algorithm's other plugins at that size (the "
+                  "machine's move taken out)",)
     what = ("% more instructions an operation; positive = more work"
             if counted else "negative = slower")
     return Changes(f"Change against baseline {baseline_path} ({what}):",
@@ -193,7 +209,7 @@ def summary_lines(rules: GateRules, baseline: BaselineIndex | None,
     lines: list[str] = []
     every = list(verdicts.values())
     if baseline is not None:
-        lines.append(f"Regression gate: {gate_heading(rules, baseline)}")
+        lines.append(f"Regression gate: {gate_heading(rules, baseline, every)}")
     lines += _failure_lines(every)
     if baseline is None:
         return lines + _unused_lines(rules, every) + ([saved] if saved else [])
@@ -208,15 +224,21 @@ def summary_lines(rules: GateRules, baseline: BaselineIndex | None,
     return lines + ([saved] if saved else [])
 
 
-def gate_heading(rules: GateRules, baseline: BaselineIndex) -> str:
+def gate_heading(rules: GateRules, baseline: BaselineIndex,
+                 verdicts: Iterable[Verdict] = ()) -> str:
     """``baseline base.json (3 results, created ...), threshold 10% unless an ini line says
     otherwise, 2 confirmation tries`` (``baselines a.json (...), b.json (...)`` for several
-    joined files): what the run was judged against."""
+    joined files): what the run was judged against.  When every cell judged by a rule
+    (``verdicts``) took its rounds spread over the run, it says so instead of the tries."""
     files = getattr(baseline, "files", None) or [baseline.file]  # several: joined
     named = ", ".join(f"{b.path} ({plural(len(b.results), 'result')}"
                       f"{', created ' + b.created if b.created else ''})" for b in files)
+    tries = plural(rules.confirm, 'confirmation try', 'confirmation tries')
+    ruled = [v.drift.rule for v in verdicts if v.drift is not None]
+    if ruled and all(r.startswith(gate_spread.RULE) for r in ruled):
+        tries = "rounds spread over the run, judged by their slow phase (no confirmation tries)"
     judged = (f"threshold {rules.default_threshold.value:g}% unless an ini line says "
-              f"otherwise, {plural(rules.confirm, 'confirmation try', 'confirmation tries')}")
+              f"otherwise, {tries}")
     if counted_gate.kind_of([r for b in files for r in b.results]) == "instructions":
         judged = counted_gate.heading(getattr(rules, "instructions", None)
                                       or counted_gate.threshold_rule())
@@ -344,7 +366,7 @@ def summary_tables(rules: GateRules, baseline: BaselineIndex | None,
     counts["in the baseline, not run"] += len(baseline.not_run())
     tables.append(SummaryTable("Verdicts", ("verdict", "cells"),
                                tuple((w, str(n)) for w, n in counts.items() if n), (1,)))
-    return GateTables(gate_heading(rules, baseline), tuple(tables))
+    return GateTables(gate_heading(rules, baseline, every), tuple(tables))
 
 
 def _change_from(v: Verdict) -> str:
@@ -353,6 +375,8 @@ def _change_from(v: Verdict) -> str:
     m = v.measurement
     if v.baseline is None:
         return ""
+    if v.drift is not None:  # a rule of its own: its figures are not the ones shown
+        return f"{v.drift.against} ({v.drift.rule})"
     now = _fig(m, v.figure) != _fig(m, m.rate)
     then = _fig(m, v.base_figure) != _fig(m, v.baseline.rate)
     if not now and not then:
