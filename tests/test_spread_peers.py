@@ -95,6 +95,21 @@ def test_peers_are_the_same_algorithm_size_and_direction_in_other_plugins():
                   (cell("hashlib"), base("hashlib"))]
     assert [p.plugin for p, _ in rule.peers_of(me, candidates)] == ["openssl"]
     assert [p.size for p, _ in rule.peers_of(me, candidates)] == [256]
+    # no other plugin of its algorithm: every other cell of its size (not itself)
+    alone = cell("hashlib", algorithm="md5")
+    assert [(p.algorithm, p.plugin) for p, _ in rule.peers_of(alone, candidates)] == [
+        ("sha256", "openssl"), ("sha512", "openssl"), ("sha256", "hashlib")]
+    assert rule.peers_of(cell("hashlib", size=16), candidates) == []
+
+
+def test_a_cell_without_a_plugin_peer_is_judged_against_the_other_cells_of_its_size():
+    # AES-GCM in one plugin only: the hashing cells of its size moved 30% with it
+    peers = [(cell(p, 1 / 0.7), base(p)) for p in ("openssl", "hashlib")]
+    me = cell("openssl", 1 / 0.7, algorithm="aes-128-gcm")
+    v = judged(me, base("openssl", algorithm="aes-128-gcm"), rule.peers_of(me, peers))
+    assert v.status == gate.CANNOT_TELL
+    assert "but the run's other cells at this size moved too (sha256 openssl, sha256 " \
+        "hashlib moved -30.0%)" in v.drift.cannot_tell_text()
 
 
 def test_back_to_back_peers_are_left_out():

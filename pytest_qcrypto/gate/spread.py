@@ -34,8 +34,10 @@ a median (or a mean) moves with it; the slow phase does not.  The rule:
   median of theirs, with a band resampled over every side: beyond the threshold that way is
   a regression; slower by its own figures, but not relative to its peers, is *cannot tell*
   (the machine moved, or something they share did: an A/B run or counted instructions can
-  tell).  A run with one crypto plugin, or a cell alone at its size, is judged by its own
-  figures.  A change that slows every plugin of an algorithm alike is therefore never a
+  tell).  A cell with no peer of its own algorithm takes every other cell of its size as
+  its peers (measured under load: AES-GCM, which only one plugin of the benchmark's matrix
+  has, moved with the hashing cells of its size; the same call pattern).  A cell alone at its
+  size is judged by its own figures.  A change that slows every plugin of an algorithm alike is therefore never a
   regression here, only cannot tell: on a machine whose speed moves by a third between
   runs that is what the clock can say.
 
@@ -137,11 +139,16 @@ Pair = tuple[Measurement, Result]
 
 def peers_of(m: Measurement, candidates: Sequence[Pair]) -> list[Pair]:
     """The pairs (measured now, baseline) of ``candidates`` that are ``m``'s peers: the same
-    algorithm, buffer size and direction in another crypto plugin (by canonical name)."""
+    algorithm, buffer size and direction in another crypto plugin (by canonical name); when
+    there is none, every other cell of the same buffer size (other algorithms, kinds and
+    plugins: the same call pattern, if not the same instructions)."""
     mine = m.canonical_plugin or m.plugin
-    return [(p, b) for p, b in candidates
-            if p.algorithm.lower() == m.algorithm.lower() and p.size == m.size
-            and p.direction == m.direction and (p.canonical_plugin or p.plugin) != mine]
+    alg = m.algorithm.lower()
+    same_size = [(p, b) for p, b in candidates if p.size == m.size and not (
+        p.algorithm.lower() == alg and (p.canonical_plugin or p.plugin) == mine
+        and p.direction == m.direction)]
+    return [(p, b) for p, b in same_size
+            if p.algorithm.lower() == alg and p.direction == m.direction] or same_size
 
 
 def _sides(m: Measurement, baseline: Result) -> tuple[list[float], list[float], bool] | None:
@@ -195,25 +202,27 @@ def spread_test(m: Measurement, baseline: Result, threshold_pct: float,
     raw = DriftTest(own, band(base, now), (own,), threshold_pct, len(base), len(now),
                     rule=rule, against=f"in the slow phase ({QUANTILE:.0%} quantile of the "
                                        "round rates)")
-    pairs, names = [], []
+    pairs, used = [], []
     for p, b in peers:
         got = _sides(p, b)
         if got is not None and got[2] == by_cpu:
             pairs.append(got[:2])
-            names.append(p.plugin)
+            used.append(p)
     if not pairs:
         return raw
     shift = _shift(pairs)
     rel = -math.expm1(_log_ratio(base, now) - shift)
+    own = all(p.algorithm.lower() == m.algorithm.lower() for p in used)
+    who = f"{m.algorithm}'s other plugins" if own else "the run's other cells"
+    names = [p.plugin if own else f"{p.algorithm} {p.plugin}" for p in used]
     moved = f"{', '.join(names)} moved {math.expm1(shift):+.1%}"
     adjusted = DriftTest(rel, _adjusted_band((base, now), pairs), (rel,), threshold_pct,
                          len(base), len(now), rule=f"{rule}, against its peers",
-                         against=f"against {m.algorithm}'s other plugins at this size "
-                                 f"({moved}), in the slow phase")
+                         against=f"against {who} at this size ({moved}), in the slow phase")
     if adjusted.status == REGRESSION:
         return adjusted
     if raw.status == REGRESSION:  # slower by its own figures, but so are its peers
         return replace(raw, forced=CANNOT_TELL, rule=adjusted.rule,
-                       why=f"{m.algorithm}'s other plugins at this size moved too ({moved}): "
-                           "the machine, or what they share")
+                       why=f"{who} at this size moved too ({moved}): the machine, or what "
+                           "they share")
     return adjusted if adjusted.status == CANNOT_TELL else raw

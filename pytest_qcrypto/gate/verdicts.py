@@ -114,6 +114,9 @@ class Verdict:
     test: TestResult | None = None
     #: the rule against the reference workload (:mod:`.drift`; None: a side lacks its times)
     drift: gate_drift.DriftTest | None = None
+    #: one short line per failure (under about 200 characters), what the item fails with;
+    #: ``failures`` hold the detail, for the summary
+    headlines: list[str] = field(default_factory=list)
 
     @property
     def wait(self) -> float | None:
@@ -157,6 +160,17 @@ class Verdict:
     @property
     def message(self) -> str:
         return "; ".join(self.failures)
+
+    @property
+    def short_message(self) -> str:
+        """What the item fails with: the short lines (the detail is in the summary)."""
+        short = self.headlines + self.failures[len(self.headlines):]
+        return "; ".join(short) + (" (detail in the qcrypto summary)" if self.headlines else "")
+
+    def fail(self, detail: str, short: str) -> None:
+        """Add a failure: ``detail`` for the summary, ``short`` for the item."""
+        self.headlines.append(short)
+        self.failures.insert(len(self.headlines) - 1, detail)
 
 
 @dataclass(frozen=True)
@@ -244,11 +258,13 @@ def judge(tries: Sequence[Measurement], waits: Sequence[float | None], c: Criter
     if c.below_floor(kept):
         assert c.floor is not None
         waited = _waited(kept.rate, v.figure)
-        v.failures.append(
+        v.fail(
             f"below floor: {describe(kept)}: {kib(kept.rate, kept.unit)} {kept.unit}"
             + (f" (by the clock, as the table shows, although {waited} of it was a wait for "
                "a CPU)" if waited else "")
-            + f", floor {c.floor.value:.2f} {kept.unit} ({c.floor.source}); {v.tries_text}")
+            + f", floor {c.floor.value:.2f} {kept.unit} ({c.floor.source}); {v.tries_text}",
+            f"below floor: {describe(kept)}: {kib(kept.rate, kept.unit)} {kept.unit}, floor "
+            f"{c.floor.value:.2f} {kept.unit}")
     return v
 
 
@@ -272,12 +288,17 @@ def _judge_baseline(v: Verdict, c: Criteria, figures: Sequence[float]) -> None:
         correction = _correction_text(_waited(kept.rate, v.figure),
                                       _waited(baseline.rate, v.base_figure))
         rule = test.text(bool(correction)) if test.decidable else test.undecidable_text()
-        v.failures.append(
+        v.fail(
             f"regression: {describe(kept)}: {kib(kept.rate, kept.unit)} {kept.unit} now, "
             f"baseline {kib(baseline.rate, kept.unit)} {kept.unit}, change {pct(v.change)}"
             f"{correction}, threshold {c.threshold.value:g}% ({c.threshold.source}); "
             f"{v.tries_text}; {rule}"
-            + (f"; {test.noisy_text()}" if test.noisy(c.threshold.value) else ""))
+            + (f"; {test.noisy_text()}" if test.noisy(c.threshold.value) else ""),
+            f"regression: {describe(kept)}: change {pct(v.change)}, threshold "
+            f"{c.threshold.value:g}% ("
+            + (f"median test, p = {test.p:.3g}" if test.decidable else "the figures alone")
+            + f"); {kib(kept.rate, kept.unit)} {kept.unit} now, baseline "
+            f"{kib(baseline.rate, kept.unit)}")
     elif c.regressed(kept.rate, baseline.rate):
         v.status = BUSY  # slower by the clock, not once the waits for a CPU are taken out
     elif any(c.regressed(f, v.base_figure) for f in figures):
@@ -299,13 +320,20 @@ def _judge_drift(v: Verdict, c: Criteria, d: gate_drift.DriftTest) -> None:
         v.status = NOISE
     else:
         v.status = REGRESSION
-        v.failures.append(
+        spread = d.rule.startswith(gate_spread.RULE)  # one measurement: no tries to list
+        where = ("against its peers" if d.against.startswith("against ") else
+                 "in the slow phase" if spread else "against the reference workload")
+        v.fail(
             f"regression: {describe(kept)}: {kib(kept.rate, kept.unit)} {kept.unit} now, "
             f"baseline {kib(baseline.rate, kept.unit)} {kept.unit}, change {pct(v.change)} "
             f"{d.against} ({pct(v.clock_change)} by the clock), "
-            f"threshold {c.threshold.value:g}% ({c.threshold.source}); {v.tries_text}; "
-            f"beyond the threshold by more than the noise band +-{d.band:.1%} "
-            f"({d.baseline_rounds} rounds in the baseline, {d.rounds} now; {d.rule})")
+            f"threshold {c.threshold.value:g}% ({c.threshold.source}); "
+            + ("" if spread else f"{v.tries_text}; ")
+            + f"beyond the threshold by more than the noise band +-{d.band:.1%} "
+            f"({d.baseline_rounds} rounds in the baseline, {d.rounds} now; {d.rule})",
+            f"regression: {describe(kept)}: change {pct(v.change)} {where}, band "
+            f"+-{d.band:.1%}, threshold {c.threshold.value:g}%; {kib(kept.rate, kept.unit)} "
+            f"{kept.unit} now, baseline {kib(baseline.rate, kept.unit)}")
 
 
 # -- the run's rules and baseline ------------------------------------------------------------

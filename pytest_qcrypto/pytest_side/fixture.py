@@ -179,7 +179,7 @@ class MeasuredContext:
             self._meter.start()  # the next measurement of this item is timed from here
         self._record(verdict.measurement, verdict)
         if verdict.failed:  # a confirmed regression or a floor
-            pytest.fail(verdict.message, pytrace=False)
+            pytest.fail(verdict.short_message, pytrace=False)
         return m
 
     def _measure(self, size: int, way: dict[str, Any], options: MeasureOptions,

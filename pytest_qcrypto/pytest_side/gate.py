@@ -21,10 +21,9 @@ from typing import Any
 
 import pytest
 
-from pytest_qcrypto.algorithms import callable_names
+from pytest_qcrypto.algorithms import callable_names, settings
 from pytest_qcrypto.gate import compare, spread as gate_spread, verdicts as gate, stats as gate_stats
 from pytest_qcrypto.results import history, lock as save_lock, store as results
-from pytest_qcrypto.algorithms import settings
 from pytest_qcrypto.gate.compare import Baselines
 from pytest_qcrypto.gate.verdicts import GateRules, Rule, Verdict
 from pytest_qcrypto.gate.summary import change_grid, speedup_failure, summary_lines, summary_tables
@@ -218,7 +217,7 @@ def _marker_floors(item: pytest.Item) -> Rules | None:
 
 
 def properties(v: Verdict) -> list[tuple[str, str]]:
-    """The JUnit user properties of a verdict: ``qcrypto_kib_per_s``, ``qcrypto_verdict``..."""
+    """JUnit user properties of a verdict: ``qcrypto_verdict``, ``qcrypto_failure`` (detail)..."""
     m = v.measurement
     props = [("qcrypto_cell", f"{m.algorithm}:{m.plugin}:{m.size}:{m.direction}"),
              ("qcrypto_kib_per_s" if m.sized else "qcrypto_ops_per_s", f"{m.figure:.2f}")]
@@ -242,7 +241,8 @@ def properties(v: Verdict) -> list[tuple[str, str]]:
                       f"{v.floor.value:.2f}"))
     status = "; ".join(f.partition(":")[0] for f in v.failures) or (
         f"not judged: {v.not_judged}" if v.not_judged else v.status)
-    return props + [("qcrypto_tries", str(len(v.tries))), ("qcrypto_verdict", status)]
+    detail = [("qcrypto_failure", v.message)] if v.failed else []  # the item has the short one
+    return props + [("qcrypto_tries", str(len(v.tries))), ("qcrypto_verdict", status)] + detail
 
 
 def _skip_reason(report: pytest.TestReport) -> str:
