@@ -4,6 +4,11 @@ that keep measuring each cell alone."""
 
 import json
 
+# pytester's in-process runs drop the modules first imported inside them, and a module kept
+# from an earlier run then holds another class object than a fresh import: a hashlib
+# context failed ``isinstance(ctx, Context)`` when this file ran alone.  Imported here first.
+import pytest_qcrypto.backends.hashlib  # noqa: F401
+import pytest_qcrypto.measure.bench  # noqa: F401
 from conftest import FAST
 
 RUN = ("--qcrypto-digest=sha256", "--qcrypto-plugin=hashlib", "--qcrypto-size=16,64", *FAST,
@@ -23,6 +28,10 @@ def test_a_saving_run_takes_every_cells_rounds_in_turn(pytester):
         assert cells[size]["spread_s"] > 0
     # the passes were paced: the rounds span 8 s x 0.001 / 0.1 = 0.08 s at least
     assert min(c["spread_s"] for c in cells.values()) >= 0.08
+    # and the file says how they were taken, beside the options typed
+    settings = json.loads((pytester.path / "base.json").read_text())["settings"]
+    assert settings["spread"] == {"rounds": 25, "round_s": 0.001, "span_s": 0.08}
+    assert settings["min_time_s"] == 0.001 and settings["rounds"] == 1
 
 
 MARKED = """

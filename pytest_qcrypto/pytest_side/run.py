@@ -15,7 +15,7 @@ from __future__ import annotations
 import re
 import sys
 from collections.abc import Generator, Iterator
-from dataclasses import replace
+from dataclasses import asdict, replace
 from functools import cached_property
 from typing import Any
 
@@ -296,9 +296,10 @@ class QcryptoRun(RunSettings):
 
     def _run_state(self) -> tuple[dict[str, Any], dict[str, Any] | None]:
         """The run's min_time and rounds, and the machine state when measuring started."""
-        s, state = self.settings, self.machine_state
+        s, state, sp = self.settings, self.machine_state, getattr(self, "spread_cells", None)
         return ({"min_time_s": s.min_time, "rounds": s.rounds,
                  **({"count": s.count} if s.count is not None else {}),
+                 **({"spread": asdict(sp.spread)} if sp and sp.all else {}),  # cells in turn
                  **self.counting.settings()},
                 state.as_dict() if state is not None else None)
 
