@@ -79,8 +79,8 @@ SCRIPTS = (github_scripts(GITHUB_EXAMPLE) + gitlab_scripts(GITLAB_EXAMPLE)
 
 def test_every_file_has_its_scripts():
     names = [name for name, _ in SCRIPTS]
-    assert sum(n.startswith("github-actions.yml:") for n in names) == 4
-    assert sum(n.startswith("gitlab-ci.yml:") for n in names) == 3
+    assert sum(n.startswith("github-actions.yml:") for n in names) == 7  # speed 4, upgrade 3
+    assert sum(n.startswith("gitlab-ci.yml:") for n in names) == 4
     assert sum(n.startswith("ci.yml:") for n in names) >= 8
 
 
@@ -161,7 +161,7 @@ def test_actionlint_finds_a_broken_workflow(tmp_path):
 # -- one variable to change -----------------------------------------------------------------
 
 def test_both_examples_install_from_one_variable():
-    github = load(GITHUB_EXAMPLE)["jobs"]["speed"]["env"]["QCRYPTO_PACKAGE"]
+    github = load(GITHUB_EXAMPLE)["env"]["QCRYPTO_PACKAGE"]  # the workflow's, both jobs
     gitlab = load(GITLAB_EXAMPLE)["variables"]["QCRYPTO_PACKAGE"]
     assert github == gitlab
     wanted = Requirement(github)
@@ -191,14 +191,34 @@ def bash(script, cwd, env):
                           text=True, timeout=600)
 
 
-def step(path, name):
-    steps = load(path)["jobs"]["speed"]["steps"]
+def step(path, name, job="speed"):
+    steps = load(path)["jobs"][job]["steps"]
     return next(s["run"] for s in steps if s.get("name") == name)
+
+
+def test_the_github_upgrade_job_judges_the_new_environment_against_the_old(tmp_path):
+    # both environments this interpreter's (the job makes two venvs with pip): the A/B
+    # command measures every cell in both, interleaved, and judges the new against the old
+    here = project(tmp_path)
+    for venv in (".venv-old", ".venv-new"):
+        (here / venv / "bin").mkdir(parents=True)
+        python = here / venv / "bin" / "python"  # a link would lose this venv's packages
+        python.write_text(f'#!/bin/sh\nexec "{sys.executable}" "$@"\n')
+        python.chmod(0o755)
+    env = {**load(GITHUB_EXAMPLE)["env"], "QCRYPTO_DIGESTS": "sha256",
+           "QCRYPTO_CIPHERS": "aes-128-gcm"}
+    script = step(GITHUB_EXAMPLE, "A/B in one run (exit 1 when a cell of the new environment "
+                  "regressed)", job="upgrade")
+    done = bash(script, here, env)
+    assert done.returncode in (0, 1), done.stdout + done.stderr  # 1: this machine's noise
+    assert "interleaved: throughput over @old's" in done.stdout, done.stdout
+    assert "A/B against @old: " in done.stdout
+    assert json.loads((here / "qcrypto-ab.json").read_text())["complete"] is True
 
 
 def test_the_github_example_saves_and_compares(tmp_path):
     here = project(tmp_path)
-    env = load(GITHUB_EXAMPLE)["jobs"]["speed"]["env"]
+    env = load(GITHUB_EXAMPLE)["env"]
     done = bash(step(GITHUB_EXAMPLE, "Baseline (main)"), here, env)
     assert done.returncode == 0, done.stdout + done.stderr
     assert json.loads((here / "qcrypto-baseline.json").read_text())["complete"] is True
