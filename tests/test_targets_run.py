@@ -152,16 +152,37 @@ def test_without_a_slowdown_the_ab_gate_passes(pytester, fake):
                for line in r.outlines)
 
 
-def test_a_retry_of_an_interleaved_cell_measures_again(pytester, fake):
-    # b is slow in the interleaved rounds only (its first context): the gate's retry
-    # measures b again, alone, at full speed, and the cell passes on the retry
+def test_interleaved_rounds_are_judged_by_their_pairs_without_a_retry(pytester, fake):
+    # b is half as fast as a in every paired round: a regression by the paired rounds (their
+    # interval is the band), decided without measuring b again alone
     r = pytester.runpytest(
         *FAKE_MATRIX, "--qcrypto-rounds", "3", "--qcrypto-interleave",
         "--qcrypto-target", fake_target("a", fake),
         "--qcrypto-target", fake_target("b", fake, QFAKE_FIRST_NS="2000"),
         "--qcrypto-compare-target", "a", "--qcrypto-save", "out.json")
-    assert r.ret == 0, r.stdout.str()
+    assert r.ret == 1, r.stdout.str()
     assert any(line.split() == ["fakehash@b/a", "0.50", "[0.50,", "0.50]"]
+               for line in r.outlines)
+    assert "qcrypto: A/B against @a: FAILED: 2 cells judged, 1 regressed" in r.outlines
+    r.stdout.fnmatch_lines(["*regression: sha256 fakehash@b 1024 B digest: change -50.0% in "
+                            "rounds paired with the reference target's, band +-0.0%, "
+                            "threshold 10%*"])
+    doc = json.loads((pytester.path / "out.json").read_text())
+    b = next(x for x in doc["results"] if x["plugin"] == "fakehash@b")
+    assert "tries" not in b and b["verdict"]["drift_rule"] == "paired rounds"
+
+
+def test_a_retry_of_an_interleaved_cell_measures_again(pytester, fake):
+    # b is slow in the interleaved round only (its first context), and one round has no
+    # interval to judge pairs by: the gate's retry measures b again, alone, at full speed,
+    # and the cell passes on the retry
+    r = pytester.runpytest(
+        *FAKE_MATRIX, "--qcrypto-rounds", "1", "--qcrypto-interleave",
+        "--qcrypto-target", fake_target("a", fake),
+        "--qcrypto-target", fake_target("b", fake, QFAKE_FIRST_NS="2000"),
+        "--qcrypto-compare-target", "a", "--qcrypto-save", "out.json")
+    assert r.ret == 0, r.stdout.str()
+    assert any(line.split() == ["fakehash@b/a", "0.50", "[1", "round]"]
                for line in r.outlines)
     assert "qcrypto: A/B against @a: passed: 2 cells judged, 0 regressed" in r.outlines
     doc = json.loads((pytester.path / "out.json").read_text())

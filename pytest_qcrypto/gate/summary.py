@@ -47,7 +47,7 @@ def change_grid(baseline_path: object, algorithm: str, direction: str,
                 drift = getattr(v, "drift", None)
                 if drift is not None and drift.rule.startswith(gate_spread.RULE):
                     used.add("spread")
-                    if drift.against.startswith("against "):  # relative to its peers
+                    if drift.rule.endswith("against its peers"):
                         used.add("peers")
                         mark = PEERS_MARK + mark
                 more = counted_gate.more_instructions(v)

@@ -32,7 +32,8 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from pytest_qcrypto.gate import drift as gate_drift, spread as gate_spread, stats as gate_stats
+from pytest_qcrypto.gate import (drift as gate_drift, paired as gate_paired, spread as gate_spread,
+                                 stats as gate_stats)
 from pytest_qcrypto.results import store as results
 from pytest_qcrypto.measure import threads
 from pytest_qcrypto.gate.stats import TestResult
@@ -60,6 +61,8 @@ CellKey = tuple[str, str, int, str]
 OK, NEW, REGRESSION, NOISE, BUSY, RECOVERED, NOT_JUDGED, GONE, CANNOT_TELL = (
     "ok", "no baseline", "regression", "within noise", "machine busy", "passed on a retry",
     "not judged", "missing", "cannot tell")
+#: Rules without confirmation tries, with bands of their own (no median-test lines for them).
+OWN_RULES = (gate_spread.RULE, gate_paired.RULE)
 MARKS = {REGRESSION: "!", NOISE: "~", BUSY: "~", NOT_JUDGED: "?", CANNOT_TELL: "?"}
 MARK_NOTES = {
     REGRESSION: "regression: slower than the threshold allows, on every try",
@@ -192,6 +195,7 @@ class Criteria:
     #: the cell's peers measured in the same spread passes, with their baselines
     #: (:func:`pytest_qcrypto.gate.spread.peers_of`)
     peers: tuple[tuple[Measurement, Result], ...] = ()
+    paired: gate_paired.Paired | None = None  # A/B rounds paired with the reference's
 
     @property
     def judged(self) -> bool:
@@ -234,7 +238,8 @@ def judge(tries: Sequence[Measurement], waits: Sequence[float | None], c: Criter
     suspicious = c.regressed(figures[-1], base_bps) if last is None else \
         c.judged and last * 100 > (c.threshold.value if c.threshold else math.inf)
     spread = c.judged and c.baseline is not None and gate_spread.applies(tries[-1], c.baseline)
-    if more and not spread and len(tries) <= c.confirm and \
+    paired = c.paired if c.judged and len(tries) == 1 else None  # its rounds, not a retry's
+    if more and not spread and paired is None and len(tries) <= c.confirm and \
             (suspicious or c.below_floor(tries[-1])):  # spread rounds: no confirmation tries
         return None
     # a floor is a promise about what was achieved: it takes the figure by the clock, as
@@ -249,7 +254,8 @@ def judge(tries: Sequence[Measurement], waits: Sequence[float | None], c: Criter
                 tries_text=_tries_text(tries, waits, best, c.judged))
     if c.judged and c.baseline is not None and c.threshold is not None:
         v.test = gate_stats.test_tries(tries, waits, c.baseline, c.threshold.value)
-        v.drift = gate_spread.spread_test(tries[-1], c.baseline, c.threshold.value, c.peers) \
+        v.drift = gate_paired.paired_test(paired, c.threshold.value) if paired else \
+            gate_spread.spread_test(tries[-1], c.baseline, c.threshold.value, c.peers) \
             if spread else gate_drift.drift_test(tries, waits, c.baseline, c.threshold.value)
     if v.drift is not None and not c.not_judged:
         _judge_drift(v, c, v.drift)
@@ -320,9 +326,11 @@ def _judge_drift(v: Verdict, c: Criteria, d: gate_drift.DriftTest) -> None:
         v.status = NOISE
     else:
         v.status = REGRESSION
-        spread = d.rule.startswith(gate_spread.RULE)  # one measurement: no tries to list
-        where = ("against its peers" if d.against.startswith("against ") else
-                 "in the slow phase" if spread else "against the reference workload")
+        spread = d.rule.startswith(OWN_RULES)  # one measurement: no tries to list
+        where = ("against its peers" if d.rule.endswith("against its peers") else
+                 "in the slow phase" if d.rule.startswith(gate_spread.RULE) else
+                 "in rounds paired with the reference target's" if spread else
+                 "against the reference workload")
         v.fail(
             f"regression: {describe(kept)}: {kib(kept.rate, kept.unit)} {kept.unit} now, "
             f"baseline {kib(baseline.rate, kept.unit)} {kept.unit}, change {pct(v.change)} "

@@ -22,7 +22,7 @@ from typing import Any
 import pytest
 
 from pytest_qcrypto.algorithms import callable_names, settings
-from pytest_qcrypto.gate import compare, spread as gate_spread, verdicts as gate, stats as gate_stats
+from pytest_qcrypto.gate import compare, verdicts as gate, stats as gate_stats
 from pytest_qcrypto.results import history, lock as save_lock, store as results
 from pytest_qcrypto.gate.compare import Baselines
 from pytest_qcrypto.gate.verdicts import GateRules, Rule, Verdict
@@ -227,7 +227,7 @@ def properties(v: Verdict) -> list[tuple[str, str]]:
                   ("qcrypto_change_pct", gate.pct(v.change).rstrip("%"))]
         if v.threshold is not None:
             props.append(("qcrypto_threshold_pct", f"{v.threshold.value:g}"))
-        if v.drift is not None and v.drift.rule.startswith(gate_spread.RULE):  # it decided
+        if v.drift is not None and v.drift.rule.startswith(gate.OWN_RULES):  # it decided
             props += [("qcrypto_decided_by", v.drift.rule),
                       ("qcrypto_slowdown_pct", f"{v.drift.slowdown * 100:.2f}"),
                       ("qcrypto_band_pct", f"{v.drift.band * 100:.2f}")]
@@ -392,7 +392,7 @@ class GatePlugin:
         rule = gate_stats.summary_lines(
             [(gate.describe(v.measurement), v.test, v.threshold.value, v.status == gate.REGRESSION)
              for v in verdicts.values() if v.test is not None and v.threshold is not None
-             and not (v.drift and v.drift.rule.startswith(gate_spread.RULE))],
+             and not (v.drift and v.drift.rule.startswith(gate.OWN_RULES))],
             self._run_state()[0].get("rounds"), self.rules.confirm)
         lines = lines[:-1] + rule + lines[-1:] if self.saved else lines + rule
         return lines + ([self.nothing_judged] if self.nothing_judged else [])

@@ -26,7 +26,7 @@ from __future__ import annotations
 import itertools
 import re
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from types import SimpleNamespace
 from typing import Any
 
@@ -34,6 +34,7 @@ import pytest
 
 from pytest_qcrypto.measure import bench
 from pytest_qcrypto.gate import verdicts as gate
+from pytest_qcrypto.gate.paired import Paired
 from pytest_qcrypto.measure import limits
 from pytest_qcrypto.targets import pairs
 from pytest_qcrypto.measure import pkey_bench
@@ -296,7 +297,6 @@ class Targets:
         """``m`` named ``PLUGIN@NAME``, kept as its cell's figure on that target."""
         name = rb.link.name
         canonical = m.canonical_plugin or rb.base
-        from dataclasses import replace
         m = replace(m, plugin=f"{rb.base}{SEP}{name}", canonical_plugin=f"{canonical}{SEP}{name}")
         cell = self.cells.setdefault((m.algorithm, rb.base, m.size, m.direction), _Cell())
         cell.figures[name] = m
@@ -325,6 +325,13 @@ class Targets:
             if baseline is None:
                 c = gate.Criteria(c.confirm, None, None, c.floor,
                                   f"no figure of {base}{SEP}{ref} for this cell")
+            elif self.options.interleave and figure is not None:  # judged by its pairs
+                try:
+                    r = pairs.paired_ratio(figure, m)
+                except ValueError:  # a zero figure: the gate's other rules say so
+                    return c
+                if r.low is not None and r.high is not None and r.low > 0:
+                    c = replace(c, paired=Paired(r.point, r.low, r.high, r.rounds, ref))
             return c
 
         return judge
