@@ -167,7 +167,7 @@ def _sizes_of(t: Table, plugin: str, reason: str) -> str:
 @layout("cryptotest", "(FreeBSD cryptotest's line per algorithm and size, Mb/sec = 2^20 "
         "bits; no --qcrypto-unit with it)", unit="MiB/s",
         unit_why="cryptotest's lines give byte/sec and Mb/sec (2^20 bits per second)",
-        streams=True)
+        streams="lines")
 def cryptotest_layout(figures: Figures) -> list[str]:
     if figures.done is not None:  # a run still going: no notes yet
         return cryptotest_lines(figures.tables, figures.verbose, figures.done)

@@ -85,7 +85,7 @@ class Layout:
     unit: str | None = None
     unit_why: str = ""
     draws_changes: bool = False
-    streams: bool = False
+    streams: str = ""
 
 
 #: Every layout by name, in registration order; the first is the default.
@@ -93,7 +93,7 @@ LAYOUTS: dict[str, Layout] = {}
 
 
 def layout(name: str, help: str = "", *, unit: str | None = None, unit_why: str = "",
-           draws_changes: bool = False, streams: bool = False) -> Callable[[Callable[[Figures], list[str]]],
+           draws_changes: bool = False, streams: str = "") -> Callable[[Callable[[Figures], list[str]]],
                                                     Callable[[Figures], list[str]]]:
     """Register the decorated function as the layout ``name`` (see :class:`Layout`).
 
@@ -128,7 +128,7 @@ def report(tables: Sequence[Table], verbose: bool, unit: str = "KiB/s") -> list[
     return lines[:-1] if lines else lines
 
 
-@layout("qcrypto", draws_changes=True, streams=True)
+@layout("qcrypto", draws_changes=True, streams="tables")
 def qcrypto_layout(figures: Figures) -> list[str]:
     """QNX qcrypto's tables (:func:`report`), each followed by its change grid; while the
     run goes on (:attr:`Figures.done`), the tables before the first one still measuring."""

@@ -246,9 +246,10 @@ def write_summary(terminal: Any, tables: Sequence[Table], output: Output, verbos
     return problems
 
 
-def streams(output: Output) -> bool:
-    """Whether :func:`streamed` writes anything for these output options."""
-    return LAYOUTS[output.format].streams and output.bare and not output.path
+def streams(output: Output) -> str:
+    """How :func:`streamed` writes for these output options: ``"tables"``, ``"lines"``
+    (:attr:`.layouts.Layout.streams`) or ``""``, not at all."""
+    return LAYOUTS[output.format].streams if output.bare and not output.path else ""
 
 
 def streamed(tables: Sequence[Table], output: Output, verbose: bool,

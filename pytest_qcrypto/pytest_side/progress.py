@@ -251,10 +251,15 @@ class Streaming:
         self.progress = progress
         self.stdout = stdout
         self.finished: set[tuple[str, str, str, Any]] = set()
+        self._pending: dict[tuple[str, str], int] = {}  # cells to run, per table
         self._config: Any = None
 
     def pytest_configure(self, config: pytest.Config) -> None:
         self._config = config
+
+    def pytest_collection_finish(self, session: pytest.Session) -> None:
+        for key in filter(None, map(cell_key, session.items)):
+            self._pending[key[:2]] = self._pending.get(key[:2], 0) + 1
 
     @pytest.hookimpl(wrapper=True)
     def pytest_runtest_protocol(self, item: pytest.Item) -> Generator[None, Any, Any]:
@@ -264,17 +269,21 @@ class Streaming:
             key = cell_key(item)
             if key is not None:
                 self.finished.add(key)
-                self.flush()
+                self._pending[key[:2]] = left = self._pending.get(key[:2], 1) - 1
+                self.flush(table_done=left <= 0)
 
     def done(self, table: Any, plugin: str, column: Any) -> bool:
         """Whether the test of that cell of ``table`` finished."""
         return (table.algorithm, table.direction, plugin, column) in self.finished
 
-    def flush(self) -> None:
+    def flush(self, table_done: bool = True) -> None:
+        """Write what is ready; ``table_done``: the test that just finished was its table's
+        last (a layout that streams whole tables has nothing new to write otherwise)."""
         from pytest_qcrypto.output import render
 
         run = self._config.pluginmanager.get_plugin("qcrypto-run") if self._config else None
-        if run is None or not run.requested or not render.streams(run.output):
+        how = render.streams(run.output) if run is not None and run.requested else ""
+        if not how or how == "tables" and not table_done:
             return
 
         gate = run.gate
