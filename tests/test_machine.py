@@ -71,8 +71,12 @@ def test_a_threads_run_counts_threads_not_jobs():
     # issue 28: "2 jobs" was printed for two threads
     (found,) = machine.state_warnings(state(load=0.7), threads=2)
     assert "(2 CPUs, 2 threads)" in found and "job" not in found
-    (line,) = machine.summary_lines(state(load=0.7), [], threads=2)
+    (line,) = machine.summary_lines(state(load=0.7), [quiet()], threads=2)
     assert line.startswith("WARNING: figures may be unreliable:") and "2 threads" in line
+
+
+def quiet():
+    return measurement((0.1, 0.1, 0.1), (0.1, 0.1, 0.1))
 
 
 def measurement(rounds, cpu, **extra):
@@ -163,18 +167,20 @@ def test_a_load_left_by_the_previous_command_does_not_warn_when_the_run_kept_its
 def test_the_summary_takes_the_wait_from_this_threads_schedstat(monkeypatch):
     start = MachineState((1.6,) * 3, 1, ("performance",), None, None, schedstat=(10.0, 2.0))
     monkeypatch.setattr(machine, "schedstat", lambda: (19.9, 2.1))  # 9.9 s ran, 0.1 s waited
-    assert machine.summary_lines(start, [], own_thread=True) == []
-    assert machine.summary_lines(start, [], own_thread=True, verbose=True) == [
+    assert machine.summary_lines(start, [quiet()], own_thread=True) == []
+    assert machine.summary_lines(start, [quiet()], own_thread=True, verbose=True) == [
         "machine at start: load average 1.60 1.60 1.60, 1 CPU, governor performance, turbo "
         "not exposed; the run waited for a CPU 1.0%"]
     monkeypatch.setattr(machine, "schedstat", lambda: (18.0, 4.0))  # 8 s ran, 2 s waited
-    (line,) = machine.summary_lines(start, [], own_thread=True)
+    (line,) = machine.summary_lines(start, [quiet()], own_thread=True)
     assert line == ("WARNING: figures may be unreliable: the measurements waited for a CPU 20% "
                     "of the time they wanted one (load average 1.60 at the start): other work "
                     "competed with them")
     # jobs, threads, isolation or targets measure elsewhere: the load rule, as before
-    (line,) = machine.summary_lines(start, [])
+    (line,) = machine.summary_lines(start, [quiet()])
     assert "load average 1.60 is above the 0 idle CPUs" in line
+    # a run that measured nothing (every cell skipped): no warning about its figures
+    assert machine.summary_lines(start, [], own_thread=True) == []
     assert "schedstat" not in start.as_dict()
 
 

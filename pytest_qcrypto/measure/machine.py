@@ -189,8 +189,9 @@ def summary_lines(state: MachineState | None, measurements: Sequence[Measurement
                          f"{','.join(state.governors) if state.governors else 'not exposed'}, "
                          f"turbo {_on_off(state.turbo)}{wait}")
         warnings = state_warnings(state, jobs, threads, waited)
-        if measurements and all(m.counted is not None for m in measurements):
-            warnings = []  # a count is not moved by the load (measure/counting.py)
+        if all(m.counted is not None for m in measurements):
+            warnings = []  # a count is not moved by the load (measure/counting.py); nothing
+            # measured, nothing the state could have moved
         if warnings:
             lines.append("WARNING: figures may be unreliable: " + "; ".join(warnings))
     if verbose:
