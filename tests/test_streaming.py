@@ -199,3 +199,13 @@ def test_noise_lines_one_per_kind_with_count_and_example():
         *(f"  sha256 p {s} bytes: {SHORT}" for s in (16, 64, 256)),
         "  md5 p 16 bytes: rounds spread 100% (0.1 to 0.2 s)"]
     assert noise_lines([quiet]) == []
+
+
+def test_the_markdown_table_marks_an_outlier_too():
+    from pytest_qcrypto.output.markdown import markdown_lines
+
+    lines = markdown_lines([row(0.001, 0.001, 0.032, 0.001)])
+    assert lines[4:] == [
+        "| p | 15625.00 | 62500.00 | 7812.50? | 1000000.00 |", "",
+        "- `?` p (size 256) an outlier: 1% of the mean of its neighbours at 64 and 1024 bytes; "
+        "measure it again"]
