@@ -208,7 +208,8 @@ def write_summary(terminal: Any, tables: Sequence[Table], output: Output, verbos
     run) are drawn dashed.  A file that cannot be written is reported on the
     terminal, not raised; the problems are returned.  ``shown`` are the lines
     :func:`streamed` already wrote to standard output while the run went on: with
-    ``output.bare`` only the lines after them are written.
+    ``output.bare`` only the lines after them are written (should they differ from the
+    first lines now, a line says so and every line is written again).
     """
     chosen = LAYOUTS[output.format]
     changes = {t.key: c for t in tables if (c := after_table(t)) is not None} \
@@ -229,6 +230,9 @@ def write_summary(terminal: Any, tables: Sequence[Table], output: Output, verbos
     if output.bare:
         if shown and list(lines[:len(shown)]) == list(shown):
             lines = lines[len(shown):]
+        elif shown:  # (a bug: a streamed line changed) say why the tables come twice
+            terminal.write_line("qcrypto: the results changed after they were shown; all of "
+                                "them again, as they are now:")
         out = stdout or sys.stdout
         out.write("".join(f"{line}\n" for line in lines))
         out.flush()
