@@ -12,7 +12,7 @@ from pytest_qcrypto.backends.base import Unavailable
 from pytest_qcrypto.backends.devcrypto import DevcryptoPlugin
 from pytest_qcrypto.commands.cryptotest import Group, Plan, UsageError
 from pytest_qcrypto.measure.harness import Measurement, WorkerRecord
-from pytest_qcrypto.output.layouts import (cryptotest_lines, crypt_line, freebsd_jobs_line,
+from pytest_qcrypto.output.cryptotest_layout import (cryptotest_lines, crypt_line, freebsd_jobs_line,
                                     hexdump)
 from pytest_qcrypto.measure.registry import Registry
 from pytest_qcrypto.output.tables import FAILED, SKIPPED, Cell, Table

@@ -39,7 +39,7 @@ def test_the_command_exits_4_with_one_line():
 
 def test_the_cryptotest_layout_says_why_a_size_less_table_has_no_line():
     from pytest_qcrypto.measure.harness import Measurement
-    from pytest_qcrypto.output.layouts import cryptotest_lines
+    from pytest_qcrypto.output.cryptotest_layout import cryptotest_lines
     from pytest_qcrypto.output.tables import Cell, assemble
 
     m = Measurement("ed25519", "openssl", 0, "sign", count=100, rounds_s=(0.1, 0.1, 0.1))

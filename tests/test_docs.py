@@ -30,7 +30,7 @@ HOOK = DOCS / "hooks" / "options_page.py"
 #: The README's two set-up commands, word for word (they must keep working on a fresh clone:
 #: ``.ci/run`` runs the second).
 SETUP_COMMANDS = (
-    "pip install . && pytest --qcrypto-digest sha256 --qcrypto-plugin openssl",
+    "pip install . && pytest --qcrypto-digest=sha256 --qcrypto-plugin=openssl",
     "pip install -e '.[test]' && pytest",
 )
 #: The README's limit in lines (issue 17: "at most about 150 lines").

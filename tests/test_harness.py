@@ -198,9 +198,8 @@ def stalled(monkeypatch):
                            "--qcrypto-rounds", "3", "-p", "no:cacheprovider")
     r.assert_outcomes(passed=1)
     r.stdout.fnmatch_lines([
-        "noisy figures (median round shown; 1 of 1):",
-        "  sha256 hashlib 16 bytes: rounds of 8.19 ms, under half of min-time 0.1 s, after 2 "
-        "recalibrations (a stall during calibration)"])
+        "noisy figure, short rounds: sha256 hashlib 16 bytes: rounds of 8.19 ms, under half of "
+        "min-time 0.1 s, after 2 recalibrations (a stall during calibration)"])
 
 
 def test_gc_is_restored_when_the_runner_raises():

@@ -7,6 +7,7 @@ noise, and in one cell (sha256 openssl 4096 B) a step at run 18.
 
 from __future__ import annotations
 
+import json
 import math
 import random
 
@@ -15,7 +16,7 @@ import pytest
 from history_files import CELLS, MACHINE, commit_of, write_history
 from pytest_qcrypto.commands import qcrypto
 from pytest_qcrypto.gate import steps
-from pytest_qcrypto.results import history
+from pytest_qcrypto.results import history, store
 
 
 @pytest.fixture
@@ -206,3 +207,22 @@ def test_a_file_copied_in_under_another_name_takes_its_place_by_time(here, capsy
                                    "2026-11-30T08:00:00Z), 30 cells on 1 machine")
     assert (f"between run 17 (2026-11-17T08:00:00Z, commit {commit_of(17)[:12]}) and run 18 "
             f"(2026-11-18T08:00:00Z, commit {commit_of(18)[:12]})") in out
+
+
+def test_an_incomplete_run_is_left_out_and_said(here, capsys):
+    """Found by a fresh user: a run saved "complete": false (interrupted) was read as any
+    other, silently; and the page's note said "1 runs"."""
+    paths = write_history(here / "hist", runs=4, step_cell=None)
+    doc = store.load(paths[-1])
+    doc.complete = False
+    paths[-1].write_text(json.dumps(doc.to_json()))
+    code = qcrypto.main(["history", "hist", "--html", "page.html"])
+    out, err = capsys.readouterr()
+    assert code == 0, err
+    assert out.splitlines()[0].startswith("qcrypto history: 3 runs in hist ")
+    assert ('qcrypto history: left out incomplete runs ("complete": false: interrupted, their '
+            'cells not all measured): 1') in err.splitlines()
+    single = here / "one"
+    write_history(single, runs=1, step_cell=None)
+    assert qcrypto.main(["history", "one", "--html", "one.html"]) == 0
+    assert "1 run read from one" in (here / "one.html").read_text()

@@ -33,3 +33,19 @@ def test_a_run_with_a_digest_keeps_the_one_default_plugin(pytester):
     assert r.ret == 0, r.stdout.str()
     assert re.search(r"^openssl +[0-9.]+$", r.stdout.str(), re.M)
     assert "hashlib" not in r.stdout.str()
+
+
+def test_qcrypto_speed_follows_the_same_rule_and_its_help_says_it(pytester, capsys):
+    """Issue 28: qcrypto speed's -P help said "the first available plugin" while the run
+    of only -K (or -S) algorithms measures every plugin that has one, as pytest does."""
+    from pytest_qcrypto.commands import qcrypto
+
+    assert qcrypto.main(["speed", "-h"]) == 0
+    help_text = " ".join(capsys.readouterr().out.split())
+    assert ("Default: the first available plugin; when only signatures, KEMs and KDFs (-S, -K) "
+            "are asked for, every available plugin that has one of them (as pytest).") in help_text
+    pytester.chdir()
+    assert qcrypto.main(["speed", "-K", "pbkdf2-sha256-i1000", *FAST[:2]]) == 0
+    out = capsys.readouterr().out
+    header = "Benchmark results for 'pbkdf2-sha256-i1000' KDF (ops/s):"
+    assert _rows(out, header) == ["openssl", "hashlib", "pycryptodome"]

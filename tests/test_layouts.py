@@ -134,10 +134,11 @@ def test_a_registered_layout_is_a_choice_of_pytest_and_qcrypto_report(pytester, 
     assert r.ret == 0, r.stderr.str()
     # argparse may wrap inside "--qcrypto-unit" after its hyphen (pytest 8.4's formatter)
     shown = " ".join(r.stdout.str().split()).replace("--qcrypto- ", "--qcrypto-")
-    assert "markdown (for a CI job summary), csv, cryptotest (FreeBSD" in shown
-    # registered at the end of layouts.py: before the exports (output/exports.py)
-    assert "no --qcrypto-unit with it), tsv (tab-separated values, one line per cell), " \
-        "bencher (" in shown
+    # registered at the end of layouts.py: before the layouts of their own modules
+    # (output/cryptotest_layout.py, output/exports.py), which output/render.py imports
+    assert "markdown (for a CI job summary), csv, tsv (tab-separated values, one line per " \
+        "cell), cryptotest (FreeBSD" in shown
+    assert "no --qcrypto-unit with it), bencher (" in shown
 
     r = pytester.run(*pytest_run, *RUN, "--qcrypto-format", "tsv", "--qcrypto-bare",
                      "--qcrypto-save", "run.json", timeout=300)
@@ -149,7 +150,7 @@ def test_a_registered_layout_is_a_choice_of_pytest_and_qcrypto_report(pytester, 
     assert all(float(line.split("\t")[3]) > 0 for line in lines[1:])
 
     r = pytester.run(sys.executable, "-m", "pytest_qcrypto.commands.qcrypto", "report", "-h", timeout=300)
-    assert ("qcrypto, openssl, markdown, csv, cryptotest, tsv, bencher or "
+    assert ("qcrypto, openssl, markdown, csv, tsv, cryptotest, bencher or "
             "github-action-benchmark") in " ".join(r.stdout.str().split())
     r = pytester.run(sys.executable, "-m", "pytest_qcrypto.commands.qcrypto", "report", "run.json",
                      "--qcrypto-format", "tsv", timeout=300)

@@ -71,8 +71,12 @@ def test_a_threads_run_counts_threads_not_jobs():
     # issue 28: "2 jobs" was printed for two threads
     (found,) = machine.state_warnings(state(load=0.7), threads=2)
     assert "(2 CPUs, 2 threads)" in found and "job" not in found
-    (line,) = machine.summary_lines(state(load=0.7), [], threads=2)
+    (line,) = machine.summary_lines(state(load=0.7), [quiet()], threads=2)
     assert line.startswith("WARNING: figures may be unreliable:") and "2 threads" in line
+
+
+def quiet():
+    return measurement((0.1, 0.1, 0.1), (0.1, 0.1, 0.1))
 
 
 def measurement(rounds, cpu, **extra):
@@ -103,8 +107,11 @@ def test_summary_lines_warn_once_and_list_noisy_figures():
     quiet = measurement((0.1, 0.1, 0.1), (0.1, 0.1, 0.1))
     noisy = measurement((0.1, 0.2, 0.1), (0.1, 0.2, 0.1))
     lines = machine.summary_lines(state(load=3.0, governors=("powersave",)), [quiet, noisy])
-    assert lines[0] == "noisy figures (median round shown; 1 of 2):"
-    assert lines[1].startswith("  sha256 fake 16 bytes: rounds spread 100%")
+    assert lines[0] == ("noisy figure, rounds spread: sha256 fake 16 bytes: rounds spread 100% "
+                        "(0.1 to 0.2 s)")
+    verbose = machine.summary_lines(state(), [quiet, noisy], verbose=True)
+    assert verbose[:2] == ["noisy figures (median round shown; 1 of 2):",
+                           "  sha256 fake 16 bytes: rounds spread 100% (0.1 to 0.2 s)"]
     warnings = [line for line in lines if line.startswith("WARNING")]
     assert len(warnings) == 1 and "powersave" in warnings[0] and "load average 3.00" in warnings[0]
 
@@ -140,3 +147,47 @@ def test_every_governor_that_follows_the_load_is_warned_of_with_its_driver(gover
     assert found == ([f"the CPU frequency governor is {governor} (driver intel_pstate): the "
                       "clock rate follows the load; set it to performance for stable figures"]
                      if warned else [])
+
+
+# -- the load warning against the run's own wait for a CPU (issue 28) -------------------------
+
+def test_a_load_left_by_the_previous_command_does_not_warn_when_the_run_kept_its_cpu():
+    """On a one-CPU guest the 1-minute load average of the previous command (1.6 here) is
+    above the run's tolerance; the run's own thread waited 1% of the time it wanted a CPU."""
+    busy_before = state(load=1.6, cpus=1)
+    assert machine.state_warnings(busy_before) != []  # the load alone: warned, as before
+    assert machine.state_warnings(busy_before, waited=0.01) == []
+    assert machine.state_warnings(busy_before, waited=0.25) == [
+        "the measurements waited for a CPU 25% of the time they wanted one (load average 1.60 "
+        "at the start): other work competed with them"]
+    # work that began after the start competes too, whatever the load was then
+    assert machine.state_warnings(state(load=0.0), waited=0.05) != []
+
+
+def test_the_summary_takes_the_wait_from_this_threads_schedstat(monkeypatch):
+    start = MachineState((1.6,) * 3, 1, ("performance",), None, None, schedstat=(10.0, 2.0))
+    monkeypatch.setattr(machine, "schedstat", lambda: (19.9, 2.1))  # 9.9 s ran, 0.1 s waited
+    assert machine.summary_lines(start, [quiet()], own_thread=True) == []
+    assert machine.summary_lines(start, [quiet()], own_thread=True, verbose=True) == [
+        "machine at start: load average 1.60 1.60 1.60, 1 CPU, governor performance, turbo "
+        "not exposed; the run waited for a CPU 1.0%"]
+    monkeypatch.setattr(machine, "schedstat", lambda: (18.0, 4.0))  # 8 s ran, 2 s waited
+    (line,) = machine.summary_lines(start, [quiet()], own_thread=True)
+    assert line == ("WARNING: figures may be unreliable: the measurements waited for a CPU 20% "
+                    "of the time they wanted one (load average 1.60 at the start): other work "
+                    "competed with them")
+    # jobs, threads, isolation or targets measure elsewhere: the load rule, as before
+    (line,) = machine.summary_lines(start, [quiet()])
+    assert "load average 1.60 is above the 0 idle CPUs" in line
+    # a run that measured nothing (every cell skipped): no warning about its figures
+    assert machine.summary_lines(start, [], own_thread=True) == []
+    assert "schedstat" not in start.as_dict()
+
+
+def test_schedstat_reads_this_threads_times():
+    found = machine.schedstat()
+    if found is None:
+        pytest.skip("no /proc/thread-self/schedstat here")
+    assert found[0] > 0 and found[1] >= 0
+    assert machine.waited_share(found, (found[0] + 3.0, found[1] + 1.0)) == 0.25
+    assert machine.waited_share(None, found) is None

@@ -2,6 +2,7 @@
 ends them (pytest_qcrypto.pytest_side.progress), and the interrupted table's ``-`` cells."""
 
 import itertools
+import json
 import os
 import pty
 import select
@@ -315,3 +316,19 @@ def test_a_size_less_cell_is_named_by_its_operation(pytester):
     assert [line for line in result.outlines if line.startswith("[")] == [
         "[1/2] ed25519 openssl sign",
         "[2/2] ed25519 openssl verify ... about 20 s left"]
+
+
+def test_an_interrupted_run_leaves_no_partial_output_file(pytester):
+    """Found by a fresh user: Ctrl-C with --qcrypto-format=bencher --qcrypto-output=F left F
+    with the cells so far and no mark that it was partial.  Now F is not written (one line
+    says so) and what was measured goes to standard output, as without the option."""
+    code, out, err = interrupt(pytester, [*HALF_SPEED, "--qcrypto-format=bencher",
+                                          "--qcrypto-output=bmf.json"])
+    assert code == pytest.ExitCode.INTERRUPTED, err
+    assert not (pytester.path / "bmf.json").exists()
+    path = pytester.path / "bmf.json"
+    assert err.splitlines()[-2:] == [
+        f"qcrypto: interrupted: {path} not written (left as it was), as it would read as a "
+        "whole run; the tables shown are what was measured",
+        "interrupted: 1 of 3 cells measured, nothing saved"]
+    assert list(json.loads(out)) == ["sha256 halfway 16 B digest"]

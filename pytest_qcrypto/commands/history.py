@@ -69,7 +69,7 @@ class _Command:
         for path, why in found.unreadable:
             sys.stderr.write(f"ERROR: {COMMAND}: {path}: skipped: {why}\n")
         for what, n in found.left_out.items():
-            sys.stderr.write(f"{COMMAND}: left out {n} {what}\n")
+            sys.stderr.write(f"{COMMAND}: left out {what}: {n}\n")
         if not found.runs:
             return _usage(f"{self.folder}: no results file to read (add runs with "
                           "--qcrypto-history=DIR)")
@@ -82,7 +82,8 @@ class _Command:
         status = FAILED if any(r.verdict in judge.FAILING for r in reports) else (
             USAGE_ERROR if found.unreadable else OK)
         if self.html:
-            notes = [f"{len(found.runs)} runs read from {self.folder}"] + [
+            n = len(found.runs)
+            notes = [f"{n} run{'' if n == 1 else 's'} read from {self.folder}"] + [
                 f"skipped {path}: {why}" for path, why in found.unreadable]
             text = history_page.page(judge.charts(found, reports),
                                      f"qcrypto history: {self.folder}", notes)

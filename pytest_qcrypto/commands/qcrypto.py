@@ -109,7 +109,9 @@ def build_parser() -> argparse.ArgumentParser:
                             "its name, e.g. scrypt, pbkdf2-sha256-i100000, argon2id")
     speed.add_argument("-P", dest="plugins", metavar="plugin", action="append", default=[],
                        help=f"a crypto plugin (up to {settings.MAX_PLUGINS} times; rows in this "
-                            "order). Default: the first available plugin.")
+                            "order). Default: the first available plugin; when only "
+                            "signatures, KEMs and KDFs (-S, -K) are asked for, every "
+                            "available plugin that has one of them (as pytest).")
     speed.add_argument("--target", dest="targets", metavar="NAME=SPEC", action="append",
                        default=[], help="also measure in another Python interpreter, an "
                        "execnet gateway spec (popen//python=PATH, ssh=user@host//python=python3"

@@ -1,6 +1,6 @@
 """Measuring: the doubling-count loop and ``Measurement`` (``harness``), opening and checking a
 context (``bench``), the crypto plugin registry, time limits, isolation, interrupts, jobs,
-threads, the machine's state and the cost model, your own callables.
+threads, the machine's state, noisy figures (``noise``) and the cost model, your own callables.
 
 Wing 4: imports ``algorithms``, ``backends`` and ``checks``; never pytest (``bench.open_context``
 measures from plain Python).  Imported by ``results`` and everything above.

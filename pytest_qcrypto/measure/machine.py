@@ -3,11 +3,8 @@
 :func:`capture` reads the machine's state where Linux exposes it (load
 average, CPU frequency governor, turbo / boost) in well under a millisecond;
 saved results keep it beside the figures.  :func:`state_warnings` says, as
-pyperf does, when that state makes every figure unreliable.  :func:`noise`
-says when one measurement is noisy: its rounds stayed under half of min-time
-(a stall during calibration), its rounds spread more than 10%, or its
-CPU time is far below its wall time (the machine was busy, or the work ran
-off the CPU on a hardware engine).  :func:`summary_lines` is what the pytest
+pyperf does, when that state makes every figure unreliable, and
+:mod:`pytest_qcrypto.measure.noise` which figures are noisy.  :func:`summary_lines` is what the pytest
 plugin prints under the tables.  :class:`WaitMeter` tells how much of a measurement's
 time off the CPU was a wait for a CPU held by other work (Linux schedstat).
 :func:`fingerprint` is what identifies the machine for comparing speed (saved with
@@ -21,19 +18,22 @@ import platform
 import sys
 import time
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
 from pytest_qcrypto.measure.harness import Measurement
+from pytest_qcrypto.measure.noise import (  # noqa: F401 (re-exported: were first here)
+    MAX_SPREAD, MIN_CPU_SHARE, NOISE_KINDS, cell_name, cpu_clock_too_coarse, noise, noise_kinds,
+    noise_lines)
 
-#: A figure whose slowest round is this much slower than its fastest is noisy.
-MAX_SPREAD = 1.10
-#: A figure whose CPU seconds are under this fraction of its wall seconds (per job) ran
-#: beside other work, or off the CPU.
-MIN_CPU_SHARE = 0.90
 #: With every CPU in use by the measurement, a load average above this is already contention.
 LOAD_TOLERANCE = 0.5
+#: Of the time the run's thread wanted a CPU, the share it may wait for one before the load
+#: warning fires (Linux schedstat); under it, a high load average at the start was left by
+#: work that had ended (the previous command's own load: the 1-minute average decays over
+#: minutes), not work that competed with this run.
+MAX_WAIT_SHARE = 0.05
 
 _CPU_SYS = Path("/sys/devices/system/cpu")
 
@@ -53,10 +53,14 @@ class MachineState:
     governors: tuple[str, ...] | None
     driver: str | None
     turbo: bool | None
+    #: this thread's seconds on a CPU and waiting for one at the start (:func:`schedstat`;
+    #: not saved)
+    schedstat: tuple[float, float] | None = field(default=None, compare=False)
 
     def as_dict(self) -> dict[str, object]:
         """JSON-ready: ``{"load": [1m, 5m, 15m], "cpus": 2, "governors": [...], ...}``."""
         d = asdict(self)
+        del d["schedstat"]
         d["load"] = list(self.load) if self.load else None
         d["governors"] = list(self.governors) if self.governors else None
         return d
@@ -95,14 +99,36 @@ def capture(root: Path = _CPU_SYS) -> MachineState:
     found = {_read(root / f"cpu{c}" / "cpufreq" / "scaling_governor") for c in cpus}
     governors = tuple(sorted(g for g in found if g)) or None
     driver = _read(root / f"cpu{cpus[0]}" / "cpufreq" / "scaling_driver") if cpus else None
-    return MachineState(load, len(cpus), governors, driver, _turbo(root))
+    return MachineState(load, len(cpus), governors, driver, _turbo(root), schedstat())
+
+
+def schedstat() -> tuple[float, float] | None:
+    """Seconds this thread has run on a CPU, and has been runnable but waiting for one
+    (``/proc/thread-self/schedstat``, Linux); None where the system does not tell."""
+    try:
+        with open("/proc/thread-self/schedstat", encoding="ascii") as f:
+            on, wait = f.read().split()[:2]
+        return int(on) / 1e9, int(wait) / 1e9
+    except (OSError, ValueError):
+        return None
+
+
+def waited_share(start: tuple[float, float] | None,
+                 now: tuple[float, float] | None) -> float | None:
+    """Of the time this thread wanted a CPU between two :func:`schedstat` readings, the
+    share it waited for one (0.0 to 1.0; None when unknown or it never wanted one)."""
+    if start is None or now is None:
+        return None
+    ran, waited = now[0] - start[0], now[1] - start[1]
+    return waited / (ran + waited) if ran + waited > 0 else None
 
 
 #: The cpufreq governors that hold the clock rate: the highest, or one the user set.
 FIXED_GOVERNORS = frozenset({"performance", "userspace"})
 
 
-def state_warnings(state: MachineState, jobs: int = 1, threads: int = 1) -> list[str]:
+def state_warnings(state: MachineState, jobs: int = 1, threads: int = 1,
+                   waited: float | None = None) -> list[str]:
     """Why ``state`` makes the figures of a run of ``jobs`` processes, or of ``threads``
     threads, unreliable (empty: it does not).
 
@@ -110,7 +136,11 @@ def state_warnings(state: MachineState, jobs: int = 1, threads: int = 1) -> list
     ``powersave``, ``schedutil``, ``ondemand``, ``conservative`` make the clock rate follow
     the load, so short rounds run slower; the line names the governor and the driver.  And
     for a 1-minute load average above the CPUs the run leaves idle (``cpus`` less the jobs or
-    threads, at least :data:`LOAD_TOLERANCE`); the warning counts threads as threads.
+    threads, at least :data:`LOAD_TOLERANCE`); the warning counts threads as threads.  When
+    the run measured in its own thread, ``waited`` is the share of its time wanting a CPU
+    that it waited for one (:func:`waited_share`): the load warning then fires only when that
+    is :data:`MAX_WAIT_SHARE` or more, and says it, so that a load left by the previous
+    command does not count; for any share that high it fires whatever the load at the start.
     """
     out = []
     moving = [g for g in state.governors or () if g not in FIXED_GOVERNORS]
@@ -120,67 +150,48 @@ def state_warnings(state: MachineState, jobs: int = 1, threads: int = 1) -> list
                    "follows the load; set it to performance for stable figures")
     busy, word = (threads, "thread") if threads > 1 else (jobs, "job")
     idle = max(state.cpus - busy, 0)
-    if state.load is not None and state.load[0] > max(idle, LOAD_TOLERANCE):
+    if waited is not None:
+        if waited >= MAX_WAIT_SHARE:
+            load = f" (load average {state.load[0]:.2f} at the start)" if state.load else ""
+            out.append(f"the measurements waited for a CPU {waited * 100:.0f}% of the time they "
+                       f"wanted one{load}: other work competed with them")
+    elif state.load is not None and state.load[0] > max(idle, LOAD_TOLERANCE):
         out.append(f"load average {state.load[0]:.2f} is above the {idle} idle CPU"
                    f"{'' if idle == 1 else 's'} this run leaves ({state.cpus} CPUs, {busy} "
                    f"{word}{'' if busy == 1 else 's'}): other work competes with the measurement")
     return out
 
 
-def cpu_clock_too_coarse(cpu_s: Sequence[float]) -> bool:
-    """A round read 0 s of CPU time: the CPU-time clock is too coarse to time a round (a
-    round always spends some), so its CPU time and its wait for a CPU are unknown."""
-    return any(c <= 0 for c in cpu_s)
-
-
-def noise(m: Measurement) -> list[str]:
-    """Why the figure of ``m`` is noisy: rounds too short to trust (a stall during
-    calibration, :data:`pytest_qcrypto.measure.harness.SHORT_ROUND`), a wide spread of rounds, CPU far
-    below wall time.  Rounds spread over the run (:mod:`pytest_qcrypto.measure.spread`) sample
-    the machine's phases on purpose: their spread is not noted."""
-    out = []
-    note = m.calibration_note
-    if note:
-        out.append(note)
-    if m.rounds_s and min(m.rounds_s) > 0 and m.spread > MAX_SPREAD and not m.spread_s:
-        out.append(f"rounds spread {(m.spread - 1) * 100:.0f}% "
-                   f"({min(m.rounds_s):.3g} to {max(m.rounds_s):.3g} s)")
-    capacity = m.median_s * m.jobs
-    if (m.cpu_s and capacity > 0 and m.median_cpu_s < capacity * MIN_CPU_SHARE
-            and not cpu_clock_too_coarse(m.cpu_s)):  # (its own note: summary_lines)
-        where = ("the work ran off the CPU (hardware)" if m.hardware
-                 else "the machine was busy, or the work ran off the CPU")
-        out.append(f"CPU time {m.median_cpu_s / capacity * 100:.0f}% of wall time: {where}")
-    return out
-
-
 def summary_lines(state: MachineState | None, measurements: Sequence[Measurement],
-                  jobs: int = 1, verbose: bool = False, threads: int = 1) -> list[str]:
-    """Lines under the tables: noisy figures, one machine-state warning, per-worker figures.
+                  jobs: int = 1, verbose: bool = False, threads: int = 1,
+                  own_thread: bool = False) -> list[str]:
+    """Lines under the tables: noisy figures (:func:`noise_lines`), one machine-state
+    warning, per-worker figures.
 
-    ``verbose`` adds the machine's state and each worker's figures of
-    multi-job measurements.
+    ``verbose`` lists every noisy figure, and adds the machine's state and each worker's
+    figures of multi-job measurements.  ``own_thread``: every measurement ran in this
+    thread (one job, one thread, not isolated), so the share of its time it waited for a
+    CPU since ``state`` was captured (:func:`waited_share`) decides the load warning.
     """
-    lines = []
-    noisy = [(m, why) for m in measurements if (why := noise(m))]
-    if noisy:
-        lines.append(f"noisy figures (median round shown; {len(noisy)} of {len(measurements)}):")
-        lines.extend(f"  {m.algorithm} {m.plugin} {cell_name(m)}: {'; '.join(why)}"
-                     for m, why in noisy)
+    lines = noise_lines(measurements, verbose)
     coarse = sum(cpu_clock_too_coarse(m.cpu_s) for m in measurements)
     if coarse:
         lines.append(f"CPU-time clock too coarse: it read 0 s for a round in {coarse} of "
                      f"{len(measurements)} cells; their CPU time is unknown, so no wait for a "
                      "CPU is taken out of them")
     if state is not None:
+        waited = waited_share(state.schedstat, schedstat()) if own_thread else None
         if verbose:
             load = " ".join(f"{x:.2f}" for x in state.load) if state.load else "unknown"
-            lines.append(f"machine at start: load average {load}, {state.cpus} CPUs, governor "
+            wait = "" if waited is None else f"; the run waited for a CPU {waited * 100:.1f}%"
+            cpus = f"{state.cpus} CPU{'' if state.cpus == 1 else 's'}"
+            lines.append(f"machine at start: load average {load}, {cpus}, governor "
                          f"{','.join(state.governors) if state.governors else 'not exposed'}, "
-                         f"turbo {_on_off(state.turbo)}")
-        warnings = state_warnings(state, jobs, threads)
-        if measurements and all(m.counted is not None for m in measurements):
-            warnings = []  # a count is not moved by the load (measure/counting.py)
+                         f"turbo {_on_off(state.turbo)}{wait}")
+        warnings = state_warnings(state, jobs, threads, waited)
+        if all(m.counted is not None for m in measurements):
+            warnings = []  # a count is not moved by the load (measure/counting.py); nothing
+            # measured, nothing the state could have moved
         if warnings:
             lines.append("WARNING: figures may be unreliable: " + "; ".join(warnings))
     if verbose:
@@ -204,11 +215,6 @@ def worker_lines(m: Measurement) -> list[str]:
     return [head] + [
         f"  {'thread' if m.threads > 1 else 'worker'} {i}: " + ", ".join(f"{rate:.2f}" for rate in w.kib_per_s) + " KiB/s"
         for i, w in enumerate(workers, 1)]
-
-
-def cell_name(m: Measurement) -> str:
-    """``4096 bytes``, or the operation of a size-less cell (``sign``)."""
-    return f"{m.size} bytes" if m.sized else m.direction
 
 
 def _on_off(flag: bool | None) -> str:

@@ -13,21 +13,19 @@ format::
 Built in, in this order (the first is the default): ``qcrypto`` (QNX
 qcrypto's KiB/s tables, the verbose block and the change grids under them),
 ``openssl`` (the layout of ``openssl speed``), ``markdown`` (for a CI job
-summary), ``csv`` and ``cryptotest`` (FreeBSD cryptotest's line per algorithm
-and size, the layout of the ``cryptotest`` command).  Nothing here imports pytest.
+summary) and ``csv``; :mod:`.cryptotest_layout` adds ``cryptotest`` (FreeBSD
+cryptotest's line per algorithm and size) and :mod:`.exports` the benchmark services'
+JSON (:mod:`.render` imports both).  Nothing here imports pytest.
 """
 
 from __future__ import annotations
 
 import csv
 import io
-import math
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from itertools import groupby
 
-from pytest_qcrypto.algorithms import cryptotest_names
-from pytest_qcrypto.measure.harness import Measurement
 from pytest_qcrypto.output.ops_layouts import openssl_ops_lines
 from pytest_qcrypto.output.markdown import (markdown_changes, markdown_gate, markdown_legend,
                                      markdown_lines)
@@ -47,7 +45,9 @@ class Figures:
     ``notes`` are lines after all tables (the machines of a joined report);
     ``gate_tables`` the regression gate's outcome (None: not gating), which the
     ``markdown`` layout draws after the tables (the others leave it to the
-    terminal's summary lines).
+    terminal's summary lines).  ``done`` is set while a run is still going (a
+    layout that :attr:`~Layout.streams` then draws only what can no longer change):
+    ``done(table, plugin, column)`` says whether that cell's test has finished.
     """
 
     tables: Sequence[Table]
@@ -56,6 +56,12 @@ class Figures:
     changes: Mapping[tuple[str, str], Changes | Sequence[str]] = field(default_factory=dict)
     notes: Sequence[str] = ()
     gate_tables: GateTables | None = None
+    done: Callable[[Table, str, object], bool] | None = None
+
+    def complete(self, table: Table) -> bool:
+        """Every cell of ``table`` finished (always, once the run is over)."""
+        return self.done is None or all(self.done(table, p, c) for p in table.plugins
+                                        for c in table.columns)
 
     def changes_under(self, table: Table) -> list[str]:
         """The change grid of ``table`` as lines (none without a baseline)."""
@@ -79,6 +85,7 @@ class Layout:
     unit: str | None = None
     unit_why: str = ""
     draws_changes: bool = False
+    streams: str = ""
 
 
 #: Every layout by name, in registration order; the first is the default.
@@ -86,7 +93,7 @@ LAYOUTS: dict[str, Layout] = {}
 
 
 def layout(name: str, help: str = "", *, unit: str | None = None, unit_why: str = "",
-           draws_changes: bool = False) -> Callable[[Callable[[Figures], list[str]]],
+           draws_changes: bool = False, streams: str = "") -> Callable[[Callable[[Figures], list[str]]],
                                                     Callable[[Figures], list[str]]]:
     """Register the decorated function as the layout ``name`` (see :class:`Layout`).
 
@@ -96,7 +103,7 @@ def layout(name: str, help: str = "", *, unit: str | None = None, unit_why: str 
         raise ValueError(f"layout {name!r}: give a new name of letters, digits and '-'")
 
     def register(draw: Callable[[Figures], list[str]]) -> Callable[[Figures], list[str]]:
-        LAYOUTS[name] = Layout(name, draw, help, unit, unit_why, draws_changes)
+        LAYOUTS[name] = Layout(name, draw, help, unit, unit_why, draws_changes, streams)
         return draw
 
     return register
@@ -121,11 +128,14 @@ def report(tables: Sequence[Table], verbose: bool, unit: str = "KiB/s") -> list[
     return lines[:-1] if lines else lines
 
 
-@layout("qcrypto", draws_changes=True)
+@layout("qcrypto", draws_changes=True, streams="tables")
 def qcrypto_layout(figures: Figures) -> list[str]:
-    """QNX qcrypto's tables (:func:`report`), each followed by its change grid."""
+    """QNX qcrypto's tables (:func:`report`), each followed by its change grid; while the
+    run goes on (:attr:`Figures.done`), the tables before the first one still measuring."""
     lines: list[str] = []
     for i, table in enumerate(figures.tables):
+        if not figures.complete(table):
+            return lines
         lines += (([""] if i else []) + report([table], figures.verbose, figures.unit)
                   + figures.changes_under(table))
     return lines + plain_notes(figures)
@@ -270,125 +280,3 @@ def csv_layout(figures: Figures) -> list[str]:
     """One line per cell (:func:`csv_lines`); no notes: every line is a record."""
     return csv_lines(figures.tables, figures.unit)
 
-
-# -- cryptotest ----------------------------------------------------------------------------------
-
-#: FreeBSD cryptotest's result line (tools/tools/crypto/cryptotest.c): seconds, operations,
-#: name, size in bytes, bytes per second, and that in Mb/sec (x 8 / 1024 / 1024).
-CRYPTOTEST_LINE = "%8.3f sec, %7d %6s crypts, %7d bytes, %8.0f byte/sec, %7.1f Mb/sec"
-
-
-def crypt_line(seconds: float, operations: int, name: str, size: int) -> str:
-    """cryptotest's line for ``operations`` operations of ``size`` bytes in ``seconds``
-    (wall): byte/sec = operations x size / seconds, Mb/sec = byte/sec x 8 / 1024 / 1024
-    (2^20 bits).  ``0.128886, 2048, "des", 8`` gives
-    ``   0.129 sec,    2048    des crypts,       8 bytes,   127120 byte/sec,     1.0 Mb/sec``.
-    A time of 0 (a clock that did not advance) gives ``inf``, never an exception."""
-    rate = operations * size / seconds if seconds > 0 else math.inf
-    return CRYPTOTEST_LINE % (seconds, operations, name, size, rate, rate * 8 / 1024 / 1024)
-
-
-#: Why a measurement saved without counts and seconds (schema 1 results) has no line.
-FIGURE_ONLY = "saved as a figure only (schema 1 results): no count or seconds to print"
-
-
-def _median_round(rounds: Sequence[float]) -> int:
-    """The index of the median round (the lower of the two middle ones when even)."""
-    order = sorted(range(len(rounds)), key=rounds.__getitem__)
-    return order[(len(order) - 1) // 2]
-
-
-def freebsd_jobs_line(m: Measurement, name: str) -> str | None:
-    """For a measurement of several processes (``-t N``, ``--qcrypto-jobs N``): the line
-    FreeBSD's cryptotest would print, whose seconds are the processes' own times summed
-    and whose operations are all of theirs (so its byte/sec is a per-process average);
-    None for one process or without per-process records."""
-    if m.jobs <= 1 or not m.workers:
-        return None
-    i = _median_round(m.rounds_s)
-    per_iteration = m.operations / m.count if m.count else 1
-    seconds = sum(w.rounds_s[i] for w in m.workers)
-    ops = round(sum(w.count for w in m.workers) * per_iteration)
-    return (crypt_line(seconds, ops, name, m.size)
-            + f"  (FreeBSD's -t {m.jobs} arithmetic: the processes' times summed)")
-
-
-def hexdump(data: bytes) -> list[str]:
-    """cryptotest's hexdump: 16 bytes a line, ``0000: 01 02 ...``."""
-    return [f"{off:04x}:" + "".join(f" {b:02x}" for b in data[off:off + 16])
-            for off in range(0, len(data), 16)]
-
-
-def cryptotest_verbose(m: Measurement) -> list[str]:
-    """cryptotest's ``-v`` facts before a result: the device (the driver, else the plugin),
-    the count (per process) and size, and the IV (ciphers); never the key."""
-    lines = [f"device = {m.driver or m.plugin}",
-             f"count = {m.count // max(m.jobs, 1)}, size = {m.size}"]
-    if m.iv:
-        lines += ["iv:", *hexdump(bytes.fromhex(m.iv))]
-    return lines
-
-
-def cryptotest_lines(tables: Sequence[Table], verbose: bool = False) -> list[str]:
-    """One cryptotest line per measured (algorithm, plugin, size): algorithms in
-    cryptotest's order (others after, as they come), then plugins, then sizes.
-
-    Names are cryptotest's (``3des``, ``md5`` for HMAC-MD5) where it has one.  A table of
-    several plugins (rows) puts ``plugin: NAME`` before each one's lines, since cryptotest's
-    line has no place for it.  Skipped cells are left out (with ``verbose``, a line says why); a failed cell is a line with
-    its reason.  ``verbose`` puts :func:`cryptotest_verbose` before each result and a
-    calibration note after it.  Several processes: :func:`freebsd_jobs_line` under it.
-    """
-    lines: list[str] = []
-    ordered = sorted(enumerate(tables), key=lambda it: (cryptotest_names.order(
-        it[1].algorithm), it[0]))
-    for _, t in ordered:
-        if not t.sized:  # cryptotest's line is bytes per second: no place for ops/s
-            lines.append(f"{t.algorithm}: no cryptotest line (no buffer size: its ops/s are "
-                         "in --qcrypto-format=qcrypto or openssl)")
-            continue
-        name = cryptotest_names.display_name(t.algorithm)
-        for p in t.plugins:
-            said: set[str] = set()
-            if len(t.plugins) > 1:
-                lines.append(f"plugin: {p}")
-            for s in t.sizes:
-                cell = t.cells.get((p, s))
-                m = cell.measurement if cell is not None else None
-                if m is None or m.figure_only:
-                    status, reason = _why(cell, t)
-                    if status == FAILED:
-                        lines.append(f"{name} {s} bytes in {p} failed: {reason}")
-                    elif verbose and reason not in said:  # once, with the sizes it skips
-                        said.add(reason)
-                        lines.append(f"skipping {name} in {p} ({_sizes_of(t, p, reason)}): "
-                                     f"{reason}")
-                    continue
-                if verbose:
-                    lines += cryptotest_verbose(m)
-                lines.append(crypt_line(m.median_s, m.operations, name, s))
-                jobs = freebsd_jobs_line(m, name)
-                lines += [jobs] if jobs else []
-                if verbose and m.calibration_note:
-                    lines.append(f"note: {m.calibration_note}")
-    return lines
-
-
-def _why(cell: Cell | None, t: Table) -> tuple[str, str]:
-    """Why a cell has no cryptotest line: its status and reason (a figure-only one: skipped)."""
-    if cell is not None and cell.measurement is not None and cell.measurement.figure_only:
-        return SKIPPED, FIGURE_ONLY
-    return status_reason(cell, t)
-
-
-def _sizes_of(t: Table, plugin: str, reason: str) -> str:
-    """``all sizes`` or ``size 8, 16``: where ``plugin``'s cells were skipped for ``reason``."""
-    sizes = [str(s) for s in t.sizes if _why(t.cells.get((plugin, s)), t) == (SKIPPED, reason)]
-    return "all sizes" if len(sizes) == len(t.sizes) else f"size {', '.join(sizes)}"
-
-
-@layout("cryptotest", "(FreeBSD cryptotest's line per algorithm and size, Mb/sec = 2^20 "
-        "bits; no --qcrypto-unit with it)", unit="MiB/s",
-        unit_why="cryptotest's lines give byte/sec and Mb/sec (2^20 bits per second)")
-def cryptotest_layout(figures: Figures) -> list[str]:
-    return cryptotest_lines(figures.tables, figures.verbose) + plain_notes(figures)

@@ -14,6 +14,7 @@ from __future__ import annotations
 import re
 from collections.abc import Sequence
 
+from pytest_qcrypto.output import outliers
 from pytest_qcrypto.output.tables import (DEFAULT_UNIT, MARKERS, Changes, GateTables, SummaryTable,
                                    Table, cell_text, header, notes, unit_of)
 
@@ -34,9 +35,10 @@ def md(text: str) -> str:
 
 
 def md_note(note: str) -> str:
-    """A note line as a list item, its marker (``-``, ``x``) in code so it is not a bullet."""
+    """A note line as a list item, its marker (``-``, ``x``, an outlier's ``?``) in code so
+    it is not a bullet."""
     marker, _, rest = note.strip().partition(" ")
-    if marker in MARKERS.values():
+    if marker in (*MARKERS.values(), outliers.MARK):
         return f"`{marker}` {md(rest)}"
     return md(note.strip())
 
@@ -58,10 +60,12 @@ def markdown_lines(tables: Sequence[Table], unit: str = DEFAULT_UNIT) -> list[st
         lines += [f"### {md(header(t, unit).removesuffix(':'))}", "", *params,
                   "| plugin | " + " | ".join(str(s) for s in t.columns) + " |",
                   "| :--- |" + " ---: |" * len(t.columns)]
+        odd = outliers.outliers(t)  # marked as in the qcrypto table, said in the notes
         for p in t.plugins:
-            cells = [cell_text(t.cells.get((p, s)), unit_of(t, unit)) for s in t.columns]
+            cells = [cell_text(t.cells.get((p, s)), unit_of(t, unit))
+                     + (outliers.MARK if (p, s) in odd else "") for s in t.columns]
             lines.append(f"| {md(p)} | " + " | ".join(cells) + " |")
-        extra = notes(t)
+        extra = notes(t) + [outliers.note(p, s, why) for (p, s), why in odd.items()]
         if extra:
             lines.append("")
             lines.extend(f"- {md_note(n)}" for n in extra)

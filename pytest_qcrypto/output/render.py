@@ -27,13 +27,14 @@ from __future__ import annotations
 import os
 import sys
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path, PurePath
 from typing import Any
 
 from pytest_qcrypto.output.layouts import (  # noqa: F401 (re-exported: the layouts' own helpers)
     CSV_COLUMNS, LAYOUTS, OPENSSL_SENTENCE, Figures, Layout, csv_lines, layout, markdown_layout,
     markdown_legend, markdown_lines, openssl_lines, report)
+from pytest_qcrypto.output import cryptotest_layout  # noqa: F401 (registers cryptotest)
 from pytest_qcrypto.output import exports  # noqa: F401 (registers bencher, github-action-benchmark)
 from pytest_qcrypto.algorithms.settings import SettingsError
 from pytest_qcrypto.output.tables import (  # noqa: F401 (re-exported: the table model)
@@ -165,11 +166,29 @@ def output_of(getoption: Callable[[str], Any], plotter: Plotter | None = None) -
                         getoption("qcrypto_output"))
 
 
+def unwritten(output: Output, measured: bool, interrupted: bool) -> tuple[Output, list[str]]:
+    """The files a run's summary leaves unwritten, and the lines that say so: nothing
+    measured, no plot and no ``--qcrypto-output`` file (as ``--qcrypto-save``: no empty
+    file); an interrupted run, no ``--qcrypto-output`` file, which would read as a whole
+    run's (a bencher or CSV file has no place to say it is partial): its tables go where
+    they would without the option, and the file is left as it was."""
+    files = [*output.plots, *([output.path] if output.path else [])]
+    if not measured and files:
+        return replace(output, plots=(), path=None), [
+            f"qcrypto: nothing was measured: {', '.join(files)} not written"]
+    if interrupted and output.path:
+        return replace(output, path=None), [
+            f"qcrypto: interrupted: {output.path} not written (left as it was), as it would "
+            "read as a whole run; the tables shown are what was measured"]
+    return output, []
+
+
 def write_summary(terminal: Any, tables: Sequence[Table], output: Output, verbose: bool,
                   after_table: Callable[[Table], Changes | Sequence[str] | None] | None = None,
                   baseline: Sequence[Table] = (), title: str = "qcrypto speed",
                   stdout: Any = None, plotter: Plotter | None = None,
-                  gate_tables: GateTables | None = None) -> list[str]:
+                  gate_tables: GateTables | None = None,
+                  shown: Sequence[str] = ()) -> list[str]:
     """Show the tables at the end of a run, and write the step summary and the plots.
 
     ``terminal`` is pytest's terminal reporter (``write_sep``, ``write_line``).
@@ -187,7 +206,10 @@ def write_summary(terminal: Any, tables: Sequence[Table], output: Output, verbos
     ``output.plots`` (required
     when there are any: ``ValueError``); ``baseline`` tables (of a compared
     run) are drawn dashed.  A file that cannot be written is reported on the
-    terminal, not raised; the problems are returned.
+    terminal, not raised; the problems are returned.  ``shown`` are the lines
+    :func:`streamed` already wrote to standard output while the run went on: with
+    ``output.bare`` only the lines after them are written (should they differ from the
+    first lines now, a line says so and every line is written again).
     """
     chosen = LAYOUTS[output.format]
     changes = {t.key: c for t in tables if (c := after_table(t)) is not None} \
@@ -206,6 +228,11 @@ def write_summary(terminal: Any, tables: Sequence[Table], output: Output, verbos
                              f"{exc.strerror or exc}")
         lines = []
     if output.bare:
+        if shown and list(lines[:len(shown)]) == list(shown):
+            lines = lines[len(shown):]
+        elif shown:  # (a bug: a streamed line changed) say why the tables come twice
+            terminal.write_line("qcrypto: the results changed after they were shown; all of "
+                                "them again, as they are now:")
         out = stdout or sys.stdout
         out.write("".join(f"{line}\n" for line in lines))
         out.flush()
@@ -221,6 +248,33 @@ def write_summary(terminal: Any, tables: Sequence[Table], output: Output, verbos
     for path in plotted:
         terminal.write_line(f"qcrypto: plot written to {path}")
     return problems
+
+
+def streams(output: Output) -> str:
+    """How :func:`streamed` writes for these output options: ``"tables"``, ``"lines"``
+    (:attr:`.layouts.Layout.streams`) or ``""``, not at all."""
+    return LAYOUTS[output.format].streams if output.bare and not output.path else ""
+
+
+def streamed(tables: Sequence[Table], output: Output, verbose: bool,
+             done: Callable[[Table, str, object], bool],
+             after_table: Callable[[Table], Changes | Sequence[str] | None] | None = None
+             ) -> list[str]:
+    """While a run goes on: the first lines of what :func:`write_summary` will write to
+    standard output, those that no cell still to run can change (``done(table, plugin,
+    column)``: that cell's test finished); none for a layout that does not stream, or
+    when the tables go to a file or to pytest's terminal (not ``output.bare``)."""
+    chosen = LAYOUTS[output.format]
+    if not streams(output):
+        return []
+    figures = Figures(tables, output.unit, verbose, done=done)
+    changes = {}
+    for table in tables if after_table and chosen.draws_changes else ():
+        if not figures.complete(table):
+            break  # (a streaming layout draws no table after it yet)
+        if (grid := after_table(table)) is not None:
+            changes[table.key] = grid
+    return chosen.draw(replace(figures, changes=changes))
 
 
 def write_files(tables: Sequence[Table], output: Output, baseline: Sequence[Table] = (),

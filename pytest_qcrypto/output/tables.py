@@ -22,6 +22,7 @@ from typing import Any
 from pytest_qcrypto.algorithms import callable_names, catalog
 from pytest_qcrypto.measure import gil
 from pytest_qcrypto.measure.harness import Measurement
+from pytest_qcrypto.output import outliers
 
 SKIPPED, FAILED = "skipped", "failed"
 #: Short markers for cells without a figure.
@@ -255,12 +256,15 @@ def cell_text(cell: Cell | None, unit: str = "KiB/s") -> str:
 
 
 def table_lines(table: Table, unit: str = "KiB/s") -> list[str]:
-    """The header, the column line and one row per plugin, then the marker notes."""
+    """The header, the column line and one row per plugin, then the marker notes; an
+    outlier cell (:mod:`.outliers`) is marked ``?`` and said under the table."""
     shown = unit_of(table, unit)
-    texts = {(p, s): cell_text(table.cells.get((p, s)), shown) for p in table.plugins
+    odd = outliers.outliers(table)
+    texts = {(p, s): cell_text(table.cells.get((p, s)), shown)
+             + (outliers.MARK if (p, s) in odd else "") for p in table.plugins
              for s in table.columns}
     return [header(table, unit), *params_line(table), *grid(table.plugins, table.columns, texts),
-            *notes(table)]
+            *notes(table), *(outliers.note(p, s, why) for (p, s), why in odd.items())]
 
 
 def grid(rows: Sequence[str], sizes: Sequence[Any],

@@ -17,6 +17,9 @@ progress.
 * :class:`Ending`: an interrupted run (Ctrl-C, SIGTERM) ends with one line,
   :func:`interrupted_line`, instead of pytest's ``KeyboardInterrupt`` banner with
   the file and line where the signal found the run.
+* :class:`Streaming`: each table (``qcrypto speed``) or line (``cryptotest``) on standard
+  output as soon as its cells are measured, not all of them at the end; the summary then
+  writes the rest (an interrupted run: what was measured, ``-`` for the rest).
 * :class:`StderrTerminal`: what ``--qcrypto-bare`` registers: pytest's own lines on standard
   error, so that standard output carries the tables alone.
 """
@@ -233,9 +236,89 @@ def _saved_to(gate: Any) -> str | None:
     return path if relative.startswith("..") else relative
 
 
-def command_plugins() -> tuple[Progress, Ending]:
+class Streaming:
+    """A pytest plugin: after each test, the lines of the results that no test still to run
+    can change (:func:`pytest_qcrypto.output.render.streamed`) go to standard output, those
+    not written yet; the run keeps them (``QcryptoRun.streamed``) so that its summary
+    writes only what follows.  Only a run with ``--qcrypto-bare`` and a layout that
+    streams (``qcrypto``, ``cryptotest``) writing to standard output does this.
+
+    ``progress`` is the command's :class:`Progress`, whose live line on standard error is
+    erased before the lines are written; ``stdout`` where they go (default ``sys.stdout``).
+    """
+
+    def __init__(self, progress: Progress | None = None, stdout: Any = None) -> None:
+        self.progress = progress
+        self.stdout = stdout
+        self.finished: set[tuple[str, str, str, Any]] = set()
+        self._pending: dict[tuple[str, str], int] = {}  # cells to run, per table
+        self._config: Any = None
+
+    def pytest_configure(self, config: pytest.Config) -> None:
+        self._config = config
+
+    def pytest_collection_finish(self, session: pytest.Session) -> None:
+        for key in filter(None, map(cell_key, session.items)):
+            self._pending[key[:2]] = self._pending.get(key[:2], 0) + 1
+
+    @pytest.hookimpl(wrapper=True)
+    def pytest_runtest_protocol(self, item: pytest.Item) -> Generator[None, Any, Any]:
+        try:
+            return (yield)
+        finally:
+            key = cell_key(item)
+            if key is not None:
+                self.finished.add(key)
+                self._pending[key[:2]] = left = self._pending.get(key[:2], 1) - 1
+                self.flush(table_done=left <= 0)
+
+    def done(self, table: Any, plugin: str, column: Any) -> bool:
+        """Whether the test of that cell of ``table`` finished."""
+        return (table.algorithm, table.direction, plugin, column) in self.finished
+
+    def flush(self, table_done: bool = True) -> None:
+        """Write what is ready; ``table_done``: the test that just finished was its table's
+        last (a layout that streams whole tables has nothing new to write otherwise)."""
+        from pytest_qcrypto.output import render
+
+        run = self._config.pluginmanager.get_plugin("qcrypto-run") if self._config else None
+        how = render.streams(run.output) if run is not None and run.requested else ""
+        if not how or how == "tables" and not table_done:
+            return
+
+        gate = run.gate
+        lines = render.streamed(run.tables(), run.output, self._config.get_verbosity() > 0,
+                                self.done, gate.after_table if gate is not None else None)
+        shown = run.streamed
+        if len(lines) <= len(shown) or lines[:len(shown)] != shown:
+            return
+        if self.progress is not None:
+            self.progress.erase()
+        out = self.stdout or sys.stdout
+        out.write("".join(f"{line}\n" for line in lines[len(shown):]))
+        out.flush()
+        run.streamed = lines
+
+
+def cell_key(item: pytest.Item) -> tuple[str, str, str, Any] | None:
+    """``(algorithm, table direction, plugin, column)`` of a matrix item's cell, as the
+    tables key it (:func:`pytest_qcrypto.output.tables.slot`); None for another item."""
+    from pytest_qcrypto.algorithms import callable_names
+    from pytest_qcrypto.output.tables import slot
+
+    case = case_of(item)
+    alg = callable_names.lookup(case.algorithm) if case is not None else None
+    if case is None or alg is None:
+        return None
+    direction = case.operation or alg.direction(case.decrypt, case.roundtrip).value
+    where, column = slot(case.size, str(direction))
+    return alg.name, where, case.plugin, column
+
+
+def command_plugins() -> tuple[Progress, Ending, Streaming]:
     """The plugins the commands hand to :func:`pytest.main`."""
-    return Progress(), Ending()
+    shown = Progress()
+    return shown, Ending(), Streaming(shown)
 
 
 class Outcomes:

@@ -15,7 +15,7 @@ from __future__ import annotations
 import re
 import sys
 from collections.abc import Generator, Iterator
-from dataclasses import asdict, replace
+from dataclasses import asdict
 from functools import cached_property
 from typing import Any
 
@@ -274,6 +274,8 @@ class QcryptoRun(RunSettings):
         self.machine_state: machine.MachineState | None = None
         #: set at the end of the run (pytest_sessionfinish)
         self.session: pytest.Session | None = None
+        #: the lines already on standard output (pytest_side.progress.Streaming)
+        self.streamed: list[str] = []
 
     # -- the regression gate ---------------------------------------------------------
 
@@ -355,12 +357,11 @@ class QcryptoRun(RunSettings):
         gate = self.gate
         gate_lines = (settings.unused_direction(self.settings) if self.requested else []) + (
             gate.summary_lines() if gate else [])
-        output = self.output
-        unwritten = [*output.plots, *([output.path] if output.path else [])]
-        if not self.ledger.cells and unwritten:  # as --qcrypto-save: no empty file
-            gate_lines.append(f"qcrypto: nothing was measured: {', '.join(unwritten)} not "
-                              "written")
-            output = replace(output, plots=(), path=None)
+        from pytest_qcrypto.output.render import unwritten
+
+        stopped = self.session is not None and self.session.exitstatus == progress.INTERRUPTED
+        output, said = unwritten(self.output, bool(self.ledger.cells), stopped)
+        gate_lines += said
         if not self.ledger.cells and not gate_lines:
             return
         from pytest_qcrypto.output.plot import PLOTTER
@@ -375,7 +376,8 @@ class QcryptoRun(RunSettings):
                                  after_table=gate.after_table if gate else None,
                                  baseline=baseline_tables(gate.options.baseline if gate else None),
                                  plotter=PLOTTER,
-                                 gate_tables=gate.summary_tables() if gate else None)
+                                 gate_tables=gate.summary_tables() if gate else None,
+                                 shown=self.streamed)
         if problems and self.session is not None and self.session.exitstatus in (
                 pytest.ExitCode.OK, pytest.ExitCode.NO_TESTS_COLLECTED):
             self.session.exitstatus = pytest.ExitCode.TESTS_FAILED
@@ -384,8 +386,9 @@ class QcryptoRun(RunSettings):
         explicit = bool(self.config.getoption("qcrypto_model"))
         notes = cost_model.summary_lines(self.ledger.measurements, explicit) \
             if explicit or verbose else []
+        alone = self.jobs == self.threads == 1 and not self.time_limits[1] and not self.targets
         notes += machine.summary_lines(self.machine_state, self.ledger.measurements,
-                                      self.jobs, verbose, threads=self.threads)
+                                      self.jobs, verbose, self.threads, own_thread=alone)
         for line in ([""] if notes else []) + notes:
             terminalreporter.write_line(line)
         for line in ([""] if self.ledger.cells and gate_lines else []) + gate_lines:

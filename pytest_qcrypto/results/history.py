@@ -17,7 +17,8 @@ size, with the figures of its slowest and fastest rounds.  Runs from different m
 (:func:`machine_id`: CPU model, architecture, logical CPUs and crypto CPU flags) are never
 mixed in one series; the kernel, libc, Python and library versions may change along a series
 and are listed where they do (:func:`version_changes`).  Counted results
-(``--qcrypto-measure=instructions``) and those of failed tests are left out, and counted.
+(``--qcrypto-measure=instructions``) and those of failed tests are left out, and counted; so
+are the runs saved ``"complete": false`` (interrupted: :data:`INCOMPLETE`).
 Nothing here imports pytest.
 """
 
@@ -184,15 +185,22 @@ def _point(r: store.Result, run: int) -> Point:
     return Point(run, figure, figure * median / max(rounds), figure * median / min(rounds), se)
 
 
+#: The status of a results file saved ``"complete": false`` (an interrupted run): left out,
+#: and counted in :attr:`History.left_out` under this name.
+INCOMPLETE = 'incomplete runs ("complete": false: interrupted, their cells not all measured)'
+
+
 def _extract(path: str) -> tuple[str, Any]:
-    """One file as ``("ok", (run fields, cells, left out))`` or ``("bad", why)``: what a
-    pool process sends back (small: no :class:`ResultsFile`)."""
+    """One file as ``("ok", (run fields, cells, left out))``, ``("bad", why)`` or
+    ``(INCOMPLETE, None)``: what a pool process sends back (small: no :class:`ResultsFile`)."""
     try:
         doc = store.load(Path(path))
     except store.ResultsError as exc:
         return "bad", str(exc).removeprefix(f"{path}: ")
     except Exception as exc:  # a file must never stop the others from being read
         return "bad", f"{type(exc).__name__}: {exc}"
+    if not doc.complete:  # an interrupted run: its cells were never all measured
+        return INCOMPLETE, None
     source = doc.source or {}
     versions = {str(e.get("canonical", typed)): str(e.get("version", ""))
                 for typed, e in doc.plugins.items()}
@@ -260,10 +268,13 @@ def assemble(extracted: Iterable[tuple[str, tuple[str, Any]]], after: str = "") 
 
     def created_of(item: tuple[str, tuple[str, Any]]) -> tuple[str, str]:
         path, (status, value) = item
-        return ((value[0][1] or "") if status != "bad" else "", path)
+        return ((value[0][1] or "") if status == "ok" else "", path)
     for path, (status, value) in sorted(extracted, key=created_of):
         if status == "bad":
             out.unreadable.append((path, value))
+            continue
+        if status == INCOMPLETE:
+            out.left_out[INCOMPLETE] = out.left_out.get(INCOMPLETE, 0) + 1
             continue
         fields_, cells, left = value
         name, created, commit, dirty, tool, versions, machine = fields_
