@@ -226,3 +226,11 @@ def test_an_incomplete_run_is_left_out_and_said(here, capsys):
     write_history(single, runs=1, step_cell=None)
     assert qcrypto.main(["history", "one", "--html", "one.html"]) == 0
     assert "1 run read from one" in (here / "one.html").read_text()
+
+
+def test_one_run_of_one_cell_is_counted_in_the_singular(here, capsys):
+    write_history(here / "hist", runs=1, step_cell=None, cells=CELLS[:1])
+    qcrypto.main(["history", "hist"])
+    first = capsys.readouterr().out.splitlines()[0]
+    assert first == ("qcrypto history: 1 run in hist (2026-11-01T08:00:00Z to "
+                     "2026-11-01T08:00:00Z), 1 cell on 1 machine")

@@ -15,6 +15,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 
+from pytest_qcrypto.algorithms.catalog import plural
 from pytest_qcrypto.gate import steps as step_finder
 from pytest_qcrypto.gate.rules import Rule, cell_column, parse_pattern
 from pytest_qcrypto.gate.verdicts import GateRules
@@ -133,8 +134,8 @@ def lines(history: History, reports: Sequence[CellReport], folder: str) -> list[
     machines = len({r.series.machine for r in reports})
     span = (f" ({history.runs[0].created} to {history.runs[-1].created})"
             if history.runs else "")
-    out = [f"qcrypto history: {len(history.runs)} runs in {folder}{span}, "
-           f"{len(reports)} cells on {machines} machine{'s' if machines != 1 else ''}"]
+    out = [f"qcrypto history: {plural(len(history.runs), 'run')} in {folder}{span}, "
+           f"{plural(len(reports), 'cell')} on {plural(machines, 'machine')}"]
     with_steps = [r for r in reports if r.steps]
     if not with_steps:
         out.append("no steps: every cell kept its level")
