@@ -394,3 +394,22 @@ def test_report_of_a_file_without_results_is_a_usage_error(tmp_path, capsys):
     assert err == (f"ERROR: qcrypto report: {tmp_path / 'none.json'}: no results (the run that "
                    "wrote it measured nothing); leave it out or save a run that did\n")
 
+
+
+@pytest.mark.parametrize("command, where", [
+    (["report", "r.json"], "pytest_qcrypto.commands.qcrypto.report"),
+    (["compare", "a.json", "b.json"], "pytest_qcrypto.commands.compare.run"),
+    (["history", "runs"], "pytest_qcrypto.commands.history.run")])
+def test_ctrl_c_in_report_compare_and_history_ends_with_one_line(monkeypatch, capsys, command,
+                                                                  where):
+    """Issue 24: Ctrl-C in qcrypto report or compare printed a raw traceback."""
+    def interrupted(*args, **kwargs):
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(where, interrupted)
+    try:
+        code = cli.main(command)
+    except KeyboardInterrupt:  # (the old code: it would stop this test run too)
+        pytest.fail("KeyboardInterrupt escaped qcrypto's main(): a traceback for the user")
+    assert code == pytest.ExitCode.INTERRUPTED
+    assert capsys.readouterr().err == f"\nqcrypto {command[0]}: interrupted\n"
