@@ -95,21 +95,49 @@ def test_a_run_that_ended_without_saving_leaves_the_path_to_the_waiting_one(tmp_
     lock.acquire(path, wait=5).release()
 
 
-def test_two_concurrent_runs_never_lose_one(pytester):
-    """The second run starts while the first measures and, with the default wait (10 s, longer
-    than the first run), used to replace its file after it: now it fails with exit 4."""
-    pytester.makepyfile(test_slow=SLOW_TEST)
+#: The first run's test: it holds the lock until the second run has started, then 3 s more.
+WAITS_FOR_SECOND = """
+import os, time
+import pytest
+
+@pytest.mark.qcrypto("sha256", plugins=["hashlib"], sizes=[16])
+def test_first(qcrypto_context):
+    qcrypto_context.measure(16)
+    for _ in range(1200):
+        if os.path.exists("second-started"):
+            break
+        time.sleep(0.05)
+    time.sleep(3)
+"""
+#: Both runs' conftest: the lock's wait outlasts the first run, whatever the load; the
+#: second run says it started.
+LONG_WAIT = """
+import os
+from pytest_qcrypto.results import lock
+
+lock.WAIT = 120.0
+if os.environ.get("QCRYPTO_TEST_SECOND"):
+    open("second-started", "w").close()
+"""
+
+
+def test_two_concurrent_runs_never_lose_one(pytester, monkeypatch):
+    """The second run starts while the first measures and waits for it: it used to run then
+    and replace the first run's file; now it fails with exit 4."""
+    pytester.makepyfile(test_slow=WAITS_FOR_SECOND)
+    pytester.makeconftest(LONG_WAIT)
     saved = pytester.path / "run.json"
     first = subprocess.Popen(
         [sys.executable, "-m", "pytest", "-p", "no:cacheprovider", "test_slow.py",
-         f"--qcrypto-save={saved}", *FAST], cwd=pytester.path, env={**os.environ, "HOLD": "2"},
+         f"--qcrypto-save={saved}", *FAST], cwd=pytester.path,
         stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
     try:
-        for _ in range(400):  # until the first run holds the lock
+        for _ in range(1200):  # until the first run holds the lock
             if (pytester.path / "run.json.lock").exists() and \
                     (pytester.path / "run.json.lock").read_text():
                 break
             time.sleep(0.05)
+        monkeypatch.setenv("QCRYPTO_TEST_SECOND", "1")
         second = pytester.runpytest_subprocess("--qcrypto-digest=md5", "--qcrypto-plugin=hashlib",
                                                "--qcrypto-size=16", f"--qcrypto-save={saved}",
                                                "-p", "no:cacheprovider", *FAST)

@@ -3,7 +3,8 @@ cryptodev-linux module.  ``tests/kernel/test_vm_kernel_plugins.py`` starts it.
 
 ``python tests/kernel/kernel_plugins_guest.py [CRYPTODEV_KO]`` prints one JSON object:
 
-* ``afalg``: what ``AfalgPlugin().supported()`` lists, and, found here by binding an
+* ``afalg``: what ``AfalgPlugin().supported()`` lists and how long it took (seconds, the
+  first call of the boot, kernel modules loading), and, found here by binding an
   ``AF_ALG`` socket to each kernel name the plugin maps, which of them this kernel has;
 * ``devcrypto`` (with a module path: it is inserted first): the module's load line, what
   ``DevcryptoPlugin().supported()`` lists and which algorithms the plugin opens a context of;
@@ -20,6 +21,7 @@ import os
 import socket
 import subprocess
 import sys
+import time
 from typing import Any
 
 from cryptography.hazmat.primitives.ciphers.aead import AESGCM
@@ -31,6 +33,9 @@ from pytest_qcrypto.backends.devcrypto import DeviceFile, DevcryptoPlugin
 
 
 def afalg_report() -> dict[str, Any]:
+    started = time.monotonic()
+    listed = sorted(AfalgPlugin().supported())  # first, on a fresh boot: modules load here
+    seconds = time.monotonic() - started
     binds = {}
     for alg in catalog.ALGORITHMS:
         kname = kernel_name(alg)
@@ -44,8 +49,8 @@ def afalg_report() -> dict[str, Any]:
             binds[alg.name] = False
         finally:
             sock.close()
-    plugin = AfalgPlugin()
-    return {"listed": sorted(plugin.supported()), "binds": binds, "details": plugin.details()}
+    return {"listed": listed, "seconds": seconds, "binds": binds,
+            "details": AfalgPlugin().details()}
 
 
 class CountingDevice(DeviceFile):

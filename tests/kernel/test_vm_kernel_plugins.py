@@ -20,6 +20,7 @@ import pytest
 
 import cryptodev_module
 import vm
+from pytest_qcrypto.measure import limits
 from test_vm import ROOT, TIMEOUT, _SkipNote
 
 pytestmark = pytest.mark.kernel_vm
@@ -72,6 +73,8 @@ def test_afalg_lists_what_this_kernel_binds(guest: dict[str, Any]) -> None:
     assert said.startswith("algorithms listed: those this kernel binds (each kernel name bound "
                            "once); not in this kernel: "), said
     assert sorted(said.rsplit(": ", 1)[1].split(", ")) == absent
+    # every run that uses afalg asks it, within the registry's limit (else: unavailable)
+    assert afalg["seconds"] < limits.QUERY_TIMEOUT, afalg["seconds"]
 
 
 def test_devcrypto_lists_what_the_module_opens(devcrypto: dict[str, Any]) -> None:
