@@ -118,7 +118,6 @@ class Interrupts:
             self._late += 1
             if self._late <= HELD_AT_MOST:
                 return
-            self.restore()
             return self._act(signum, frame)
         self.note(name)
         self.signals += 1
@@ -145,7 +144,8 @@ class Interrupts:
 
 def late_line(signal_name: str, saved: str | None, status: int) -> str:
     """The one line of a run that a signal reached after it was over: ``qcrypto: SIGTERM
-    after the run had ended: its results were complete and saved to r.json; exit status 0``.
+    after the run had ended, which it did not change: its results were complete and saved to
+    r.json; exit status 0``.
 
     ``saved``: the gate's line about the file (``qcrypto: 2 results saved to PATH``, or one
     of an incomplete run), None or empty when the run saved nothing; ``status``: the run's
