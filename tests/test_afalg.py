@@ -536,6 +536,28 @@ def test_details_list_each_algorithm_with_drivers(plugin):
     assert any(x.startswith("  hash sm3 [sm3]: not in this kernel (bind: [ENOENT]") for x in lines)
 
 
+def test_supported_is_what_this_kernel_binds(kernel, plugin):
+    """A real 6.1 kernel listed blake2s256 and sm3, which it does not have (issue 24): the
+    list is now what a bind finds, and the details say what the plugin maps but is not here."""
+    mapped = {a.name for a in catalog.ALGORITHMS if afalg.kernel_name(a) is not None}
+    has = {n for n in mapped
+           if kernel.lookup(afalg.SOCKET_TYPE[alg(n).kind], afalg.kernel_name(alg(n))) is not None}
+    assert plugin.supported() == has
+    assert {"sha256", "aes-128-cbc", "hmac-sha256"} <= has and "sm3" in mapped - has
+    absent = ", ".join(sorted(mapped - has, key=[a.name for a in catalog.ALGORITHMS].index))
+    assert plugin.details()[0] == ("algorithms listed: those this kernel binds (each kernel "
+                                   f"name bound once); not in this kernel: {absent}")
+    assert not kernel.open_sockets
+
+
+def test_supported_without_af_alg_says_it_did_not_check():
+    unchecked = AfalgPlugin(socket_factory=raising(OSError(errno.EAFNOSUPPORT, "x")))
+    assert unchecked.supported() == {a.name for a in catalog.ALGORITHMS
+                                     if afalg.kernel_name(a) is not None}
+    assert unchecked.unchecked.startswith("not checked against this kernel: socket(AF_ALG) "
+                                          "failed: [EAFNOSUPPORT]")
+
+
 def test_details_when_unavailable_say_what_to_enable():
     lines = AfalgPlugin(socket_factory=raising(OSError(errno.EAFNOSUPPORT, "x"))).details()
     assert lines and "CONFIG_CRYPTO_USER_API_HASH" in lines[0]

@@ -373,6 +373,33 @@ def test_report_says_where_the_plot_went_on_stderr(tmp_path, capsys):
     assert "plot" not in out and where.read_text().startswith("<?xml")
 
 
+def test_options_without_effect_on_a_signature_run_name_its_kind(pytester):
+    """Issue 24: --qcrypto-size said nothing with only signatures, --qcrypto-decrypt's note
+    said "digests have no decrypt direction", --qcrypto-unit=ns/op was ignored in silence."""
+    r = pytester.runpytest("--qcrypto-pkey", "ed25519", "--qcrypto-plugin", "openssl",
+                           "--qcrypto-size", "16", "--qcrypto-decrypt", "--qcrypto-unit", "ns/op",
+                           *FAST)
+    r.assert_outcomes(passed=2)
+    notes = [line for line in r.outlines if "had no effect" in line]
+    assert notes == [
+        "qcrypto: --qcrypto-decrypt had no effect: signatures have no decrypt direction (it "
+        "times ciphers and AEADs decrypting)",
+        "qcrypto: --qcrypto-size had no effect: signatures have no buffer size (one cell per "
+        "operation)",
+        "qcrypto: --qcrypto-unit=ns/op had no effect on the tables of signatures: they are in "
+        "operations per second (ops/s)"]
+
+
+def test_a_size_beside_a_digest_has_effect_and_a_unit_reaches_the_kdf_note(pytester):
+    r = pytester.runpytest("--qcrypto-digest", "sha256", "--qcrypto-kdf", "pbkdf2-sha256-i1000",
+                           "--qcrypto-plugin", "openssl", "--qcrypto-size", "16",
+                           "--qcrypto-unit", "MB/s", *FAST)
+    r.assert_outcomes(passed=2)
+    assert [line for line in r.outlines if "had no effect" in line] == [
+        "qcrypto: --qcrypto-unit=MB/s had no effect on the tables of KDFs: they are in "
+        "operations per second (ops/s)"]
+
+
 def test_decrypt_with_only_digests_says_it_had_no_effect(pytester):
     r = pytester.runpytest("--qcrypto-digest", "sha256", "--qcrypto-plugin", "hashlib",
                            "--qcrypto-size", "16", "--qcrypto-decrypt", *FAST)
@@ -397,3 +424,22 @@ def test_report_of_a_file_without_results_is_a_usage_error(tmp_path, capsys):
     assert err == (f"ERROR: qcrypto report: {tmp_path / 'none.json'}: no results (the run that "
                    "wrote it measured nothing); leave it out or save a run that did\n")
 
+
+
+@pytest.mark.parametrize("command, where", [
+    (["report", "r.json"], "pytest_qcrypto.commands.qcrypto.report"),
+    (["compare", "a.json", "b.json"], "pytest_qcrypto.commands.compare.run"),
+    (["history", "runs"], "pytest_qcrypto.commands.history.run")])
+def test_ctrl_c_in_report_compare_and_history_ends_with_one_line(monkeypatch, capsys, command,
+                                                                  where):
+    """Issue 24: Ctrl-C in qcrypto report or compare printed a raw traceback."""
+    def interrupted(*args, **kwargs):
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(where, interrupted)
+    try:
+        code = cli.main(command)
+    except KeyboardInterrupt:  # (the old code: it would stop this test run too)
+        pytest.fail("KeyboardInterrupt escaped qcrypto's main(): a traceback for the user")
+    assert code == pytest.ExitCode.INTERRUPTED
+    assert capsys.readouterr().err == f"\nqcrypto {command[0]}: interrupted\n"

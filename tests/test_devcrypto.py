@@ -8,7 +8,7 @@ reference tables of ``kernel-abi.md`` (x86_64 / amd64), reads and writes the
 caller's memory through the pointers in the structs as the kernel does, and
 reproduces what was seen on a real cryptodev-linux 1.14 module (section 7):
 EINVAL for unknown ids and bad key lengths, EBADMSG with unauthenticated
-plaintext left in the output, and a simulated kernel oops for the two misuses
+plaintext left in the output, and a simulated kernel oops for the three misuses
 that crash the real one.  Given the caller's buffers (``memory``), it also
 checks each AEAD request's pointers against them as the kernel pins or copies
 them (cryptodev-linux ``authenc.c`` ``cryptodev_get_dst_len``, FreeBSD
@@ -391,6 +391,9 @@ class CryptodevDouble:
             raise self.fail(errno.EINVAL)
         if tag_len in (5, 9):
             raise KernelOops(f"tag_len {tag_len}: NULL pointer dereference in the GCM setup")
+        if op == 0 and length == 0:
+            raise KernelOops("encryption of an empty message: NULL pointer dereference in "
+                             "crypto_auth_zc_aead -> gcmaes_crypt_by_sg (CR2 0xc)")
         tag_len = tag_len or s["tag_len"] or 16
         if tag_len > 16 or (s["tag_len"] not in (None, tag_len)) or flags or auth_len > 4096:
             raise self.fail(errno.EINVAL)
@@ -526,6 +529,24 @@ def test_host_abi_is_chosen_by_platform(monkeypatch):
 
 
 # -- availability ----------------------------------------------------------------------------
+
+
+def test_supported_is_what_the_device_opens_a_session_of(double, plugin):
+    """A real cryptodev-linux 1.14 refuses cast5-cbc, which --qcrypto-list offered (issue 24):
+    the list is now what CIOCGSESSION takes, one session each, all closed again."""
+    double.rejected[abi.linux_abi("x86_64").algorithms["sha384"].mac] = errno.EINVAL
+    listed = plugin.supported()
+    assert listed == set(LINUX_NAMES) - {"cast5-cbc", "sha384"}
+    assert not double.sessions and not double.open_fds
+    assert plugin.details()[1] == ("algorithms listed: those the device opens a session of; "
+                                   "refused here: sha384, cast5-cbc")
+
+
+def test_supported_without_the_device_says_it_did_not_check(double, plugin):
+    double.present = False
+    assert plugin.supported() == set(abi.linux_abi("x86_64").algorithms)
+    assert plugin.unchecked == ("not checked against the device: no /dev/crypto here: "
+                                f"{abi.linux_abi('x86_64').load_hint}")
 
 
 def test_no_device_says_what_to_load(double, plugin):
@@ -878,6 +899,35 @@ def test_crashing_and_invalid_tag_lengths_never_reach_the_kernel(double, plugin,
     with pytest.raises(Unsupported, match=f"a {tag}-byte GCM tag is refused"):
         ctx.encrypt(bytes(12), b"data")
     assert len(double.calls) == calls  # the double would have raised KernelOops for 5 and 9
+    ctx.close()
+
+
+@pytest.mark.parametrize("aad", (b"", b"header"), ids=("no-aad", "aad"))
+def test_an_empty_aead_encryption_is_refused_before_the_ioctl(double, plugin, aad):
+    """cryptodev-linux 1.14 oopses on it (the double raises KernelOops): ``Unsupported``
+    naming the version and the zero-copy path, and no ioctl sent, by encrypt() and by a
+    runner; a decryption of an empty message with its tag still goes (seen to be safe)."""
+    ctx = plugin.open(alg("aes-128-gcm"), bytes(16))
+    calls = len(double.calls)
+    with pytest.raises(Unsupported, match=r"empty message is refused before the ioctl: on "
+                       r"cryptodev-linux 1\.14 .*crypto_auth_zc_aead"):
+        ctx.encrypt(bytes(12), b"", aad)
+    with pytest.raises(Unsupported, match="cryptodev-linux 1.14"):
+        ctx.runner(Workload(b"", nonces=(bytes(12),)))
+    assert len(double.calls) == calls
+    tag = AESGCM(bytes(16)).encrypt(bytes(12), b"", aad or None)
+    assert ctx.decrypt(bytes(12), tag, aad) == b""
+    with pytest.raises(Unsupported, match="cannot hold the 16-byte tag"):
+        ctx.session.aead_request(True, devcrypto._Buffer.of(bytes(12)), devcrypto._Buffer(0),
+                                 devcrypto._Buffer.of(tag[:15]), devcrypto._Buffer(15))
+    ctx.close()
+
+
+def test_freebsd_encrypts_an_empty_message():
+    """The refusal is cryptodev-linux's alone: FreeBSD's cryptodev(4) seals an empty message."""
+    plugin = CryptodevDouble(linux=False).plugin()
+    ctx = plugin.open(alg("aes-128-gcm"), bytes(16))
+    assert ctx.encrypt(bytes(12), b"") == AESGCM(bytes(16)).encrypt(bytes(12), b"", None)
     ctx.close()
 
 

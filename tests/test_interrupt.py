@@ -17,7 +17,7 @@ import pytest
 
 from conftest import FAST
 from pytest_qcrypto.results import store as results
-from pytest_qcrypto.measure.interrupts import Interrupts
+from pytest_qcrypto.measure.interrupts import Interrupts, late_line
 from test_timeout import MISBEHAVING_PLUGINS
 
 SHA256 = "Benchmark results for 'sha256' digest (KiB/s):"
@@ -259,7 +259,10 @@ def test_the_second_signal_is_held_until_the_results_are_saved(default_handlers)
         deliver(signal.SIGTERM)
     deliver(signal.SIGINT)  # held: no KeyboardInterrupt while the results are saved
     assert (watch.seen, watch.signals) == ("SIGTERM", 2)
-    watch.release()  # saved: from now on each signal does what it would without the plugin
+    watch.release()  # saved: a signal now is late, noted, and changes nothing
+    deliver(signal.SIGINT)
+    assert (watch.seen, watch.signals, watch.late) == ("SIGTERM", 2, "SIGINT")
+    watch.restore()  # the end of the run: each signal does what it would without the plugin
     assert signal.getsignal(signal.SIGINT) is signal.default_int_handler
     assert signal.getsignal(signal.SIGTERM) == signal.SIG_DFL
     with pytest.raises(KeyboardInterrupt):
@@ -291,15 +294,46 @@ def test_signals_handled_by_someone_else_are_left_alone(default_handlers):
     assert signal.getsignal(signal.SIGINT) is signal.default_int_handler
 
 
-def test_after_the_save_a_signal_is_not_held(default_handlers):
+def test_after_the_save_two_signals_are_late_and_a_third_acts(default_handlers):
+    """Issue 24: a signal after the save raised KeyboardInterrupt out of interrupts.py (a
+    traceback, exit 2, though the file was complete); now it is late: noted, held, the run's
+    status kept.  A third takes effect at once."""
     watch = Interrupts()
     watch.catch()
     watch.release()  # the results were saved before any interrupt
+    deliver(signal.SIGTERM)
+    deliver(signal.SIGINT)
+    assert (watch.late, watch.seen, watch.signals) == ("SIGTERM", None, 0)
     with pytest.raises(KeyboardInterrupt):
-        deliver(signal.SIGINT)
-    with pytest.raises(KeyboardInterrupt):
-        deliver(signal.SIGINT)  # not held: nothing is left to save
-    assert watch.signals == 2
+        deliver(signal.SIGINT)  # the user insists: Python's own handler
+    assert signal.getsignal(signal.SIGINT) is signal.default_int_handler
+
+
+def test_sighup_is_handled_like_sigterm(default_handlers):
+    earlier = signal.signal(signal.SIGHUP, signal.SIG_DFL)
+    try:
+        watch = Interrupts()
+        watch.catch()
+        with pytest.raises(KeyboardInterrupt, match="^received SIGHUP$"):
+            deliver(signal.SIGHUP)
+        assert watch.seen == "SIGHUP" and not watch.ran_to_end
+        watch.restore()
+        assert signal.getsignal(signal.SIGHUP) == signal.SIG_DFL
+    finally:
+        signal.signal(signal.SIGHUP, earlier)
+
+
+def test_the_late_line_says_what_was_saved():
+    assert late_line("SIGTERM", "qcrypto: 2 results saved to /t/r.json; added to the history "
+                     "as h.json", 0) == ("qcrypto: SIGTERM after the run had ended, which it "
+                                         "did not change: its results were complete and "
+                                         "saved to /t/r.json; exit status 0")
+    assert late_line("SIGINT", 'qcrypto: the run did not finish: 1 result saved to r.json '
+                     '("complete": false)', 2) == (
+        "qcrypto: SIGINT after the run had ended, which it did not change: its results were "
+        "saved as said above; exit status 2")
+    assert late_line("SIGHUP", None, 1) == ("qcrypto: SIGHUP after the run had ended, which "
+                                            "it did not change: exit status 1")
 
 
 def test_a_first_signal_after_every_item_ran_is_held_until_the_results_are_saved(
@@ -371,3 +405,67 @@ def test_an_interrupt_traceback_without_line_numbers_can_be_drawn():
         excinfo.getrepr(funcargs=True)  # what pytest's terminal reporter does
     with_line_numbers(excinfo)
     assert "KeyboardInterrupt" in str(excinfo.getrepr(funcargs=True))
+
+
+#: A conftest whose terminal summary (after the results are saved) says so and takes 2 s.
+SLOW_SUMMARY = '''
+import time
+from pathlib import Path
+
+def pytest_terminal_summary(terminalreporter):
+    Path(__file__).with_name("summary").write_text("")
+    time.sleep(2)
+'''
+
+
+@pytest.mark.parametrize("sig", [signal.SIGINT, signal.SIGTERM, signal.SIGHUP],
+                         ids=["SIGINT", "SIGTERM", "SIGHUP"])
+def test_a_signal_after_the_results_were_saved_keeps_the_status_and_says_so(pytester, sig):
+    """Issue 24: in the second after "results saved" a signal gave a traceback from
+    interrupts.py and exit 130 (SIGTERM too), though the file was complete."""
+    code, out = run_signalled(pytester, SLOW_SUMMARY, "hashlib", [(sig, "summary")])
+    assert code == pytest.ExitCode.OK, out
+    assert "Traceback" not in out and "interrupts.py" not in out and "KeyboardInterrupt" not in out
+    assert results.load(pytester.path / "r.json").complete is True
+    late = [line for line in out.splitlines() if "after the run had ended" in line]
+    assert late == [f"qcrypto: {signal.Signals(sig).name} after the run had ended, which it did "
+                    f"not change: its results were complete and saved to "
+                    f"{pytester.path / 'r.json'}; exit status 0"], out
+
+
+def test_sighup_stops_a_run_as_sigterm_does(pytester):
+    """Issue 24: SIGHUP (a closed terminal) ended the process: nothing saved, no tables."""
+    code, out = interrupted_run(pytester, signal.SIGHUP)
+    assert code == pytest.ExitCode.INTERRUPTED, out
+    assert SHA256 in out and "received SIGHUP" in out
+    saved = results.load(pytester.path / "results.json")
+    assert saved.complete is False
+    assert sorted((r.plugin, r.size) for r in saved.results) == [("hashlib", 16), ("hashlib", 64)]
+
+
+def test_a_late_signal_under_qcrypto_speed_keeps_exit_0(pytester):
+    """Issue 24: qcrypto speed said "interrupted" and exit 2 (the docs: file untouched) after
+    it had replaced the file."""
+    pytester.makeconftest(SLOW_SUMMARY)
+    cmd = [sys.executable, "-m", "pytest_qcrypto.commands.qcrypto", "speed", "-P", "hashlib",
+           "-D", "sha256", "--qcrypto-size=16", "--qcrypto-save=r.json", *FAST]
+    proc = subprocess.Popen(cmd, cwd=pytester.path, stdout=subprocess.PIPE,
+                            stderr=subprocess.PIPE, text=True,
+                            preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL))
+    try:
+        give_up = time.monotonic() + 60
+        while not (pytester.path / "summary").exists() and proc.poll() is None \
+                and time.monotonic() < give_up:
+            time.sleep(0.005)
+        proc.send_signal(signal.SIGINT)
+        out, err = proc.communicate(timeout=60)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.communicate()
+    assert proc.returncode == 0, err
+    assert "interrupted" not in err and "Traceback" not in err, err
+    assert err.splitlines()[-1] == ("qcrypto: SIGINT after the run had ended, which it did not "
+                                    "change: its results were complete and saved to "
+                                    f"{pytester.path / 'r.json'}; exit status 0"), err
+    assert results.load(pytester.path / "r.json").complete is True

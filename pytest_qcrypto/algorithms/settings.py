@@ -371,14 +371,35 @@ class Settings:
     check_roundtrip: bool = False
 
 
-def unused_direction(s: Settings) -> list[str]:
-    """A note when ``--qcrypto-decrypt`` or ``--qcrypto-roundtrip`` met only algorithms without
-    that direction among the kinds with a buffer size (digests, MACs; the public-key kinds
-    measure every operation of theirs anyway)."""
-    if any(a.rules.sized and a.can_decrypt for a in s.algorithms):
-        return []
-    if s.roundtrip:
-        return ["qcrypto: --qcrypto-roundtrip had no effect: digests and MACs have no round "
-                "trip (it times ciphers and AEADs encrypting then decrypting)"]
-    return ["qcrypto: --qcrypto-decrypt had no effect: digests have no decrypt direction "
-            "(it times ciphers and AEADs decrypting)"] if s.decrypt else []
+def _kinds_of(algorithms: Sequence[Algorithm]) -> str:
+    """``digests and signatures``, ``KDFs``: the kinds of ``algorithms`` in the plural, in order."""
+    words = list(dict.fromkeys(a.rules.word + ("" if a.rules.word.endswith("encryption")
+                                                else "s") for a in algorithms))
+    return " and ".join(words) if len(words) < 3 else f"{', '.join(words[:-1])} and {words[-1]}"
+
+
+def unused_options(s: Settings, size_given: bool = False, unit: str | None = None) -> list[str]:
+    """A note for each option that had no effect on what was measured, naming the kinds:
+    ``--qcrypto-decrypt`` or ``--qcrypto-roundtrip`` where no algorithm with a buffer size
+    has that direction (the kinds without a size measure each of their operations anyway);
+    ``--qcrypto-size`` (``size_given``: from the command line or the ini file) where no
+    algorithm has a buffer size; ``--qcrypto-unit`` (``unit``: as given, None when not)
+    where a kind's tables are in ops/s whatever it says."""
+    algs = s.algorithms
+    notes = []
+    if (s.decrypt or s.roundtrip) and not any(a.rules.sized and a.can_decrypt for a in algs):
+        which = [a for a in algs if not (a.rules.sized and a.can_decrypt)]
+        if s.roundtrip:
+            notes.append(f"qcrypto: --qcrypto-roundtrip had no effect: {_kinds_of(which)} have "
+                         "no round trip (it times ciphers and AEADs encrypting then decrypting)")
+        else:
+            notes.append(f"qcrypto: --qcrypto-decrypt had no effect: {_kinds_of(which)} have no "
+                         "decrypt direction (it times ciphers and AEADs decrypting)")
+    sizeless = [a for a in algs if not a.rules.sized]
+    if size_given and algs and len(sizeless) == len(algs):
+        notes.append(f"qcrypto: --qcrypto-size had no effect: {_kinds_of(sizeless)} have no "
+                     "buffer size (one cell per operation)")
+    if unit is not None and unit != "ops/s" and sizeless:
+        notes.append(f"qcrypto: --qcrypto-unit={unit} had no effect on the tables of "
+                     f"{_kinds_of(sizeless)}: they are in operations per second (ops/s)")
+    return notes

@@ -115,6 +115,9 @@ class AfalgPlugin(CryptoPlugin):
         self.proc_crypto = proc_crypto
         self._types: dict[str, bool] = {}
         self._flags: dict[str, int | None] = {}
+        self._missing: dict[tuple[str, str], str] | None = None
+        #: why :meth:`supported` lists what the plugin maps, not what this kernel has
+        self.unchecked = ""
 
     def new_socket(self) -> Any:
         """An unbound AF_ALG socket; ``OSError`` or ``AttributeError`` when there is none."""
@@ -141,8 +144,40 @@ class AfalgPlugin(CryptoPlugin):
         return f"the Linux {os.uname().release} kernel's crypto drivers"
 
     def supported(self) -> frozenset[str]:
-        """Catalog algorithms with a kernel name; whether this kernel has one shows at bind."""
-        return frozenset(a.name for a in catalog.ALGORITHMS if kernel_name(a) is not None)
+        """Catalog algorithms with a kernel name that this kernel binds (each name bound once
+        and kept); every mapped one, unchecked (:attr:`unchecked` says why), where no
+        AF_ALG socket can be made."""
+        mapped = _mapped()
+        missing = self.missing()
+        return frozenset(n for key, names in mapped.items() if key not in missing
+                         for n in names)
+
+    def why_unsupported(self, name: str) -> str:
+        """What the bind of ``name``'s kernel name said when :meth:`supported` asked."""
+        alg = catalog.lookup(name)
+        kname = kernel_name(alg) if alg is not None else None
+        if alg is None or kname is None:
+            return ""
+        said = self.missing().get((SOCKET_TYPE[alg.kind], kname))
+        return f"this kernel has no {SOCKET_TYPE[alg.kind]} {kname} (bind: {said})" if said else ""
+
+    def missing(self) -> dict[tuple[str, str], str]:
+        """``(socket type, kernel name)`` of the mapped names this kernel does not bind, with
+        the bind's errno text; asked once.  Empty, and :attr:`unchecked` set, when no AF_ALG
+        socket can be made."""
+        if self._missing is None:
+            self._missing = {}
+            try:
+                self.probe()
+            except Unavailable as exc:
+                self.unchecked = f"not checked against this kernel: {exc}"
+                return self._missing
+            for sock_type, kname in _mapped():
+                try:
+                    self.new_socket_bound(sock_type, kname).close()
+                except OSError as exc:
+                    self._missing[(sock_type, kname)] = errno_text(exc)
+        return self._missing
 
     def read_drivers(self) -> list[Driver]:
         """Every record of /proc/crypto (empty when it cannot be read)."""
@@ -236,27 +271,32 @@ class AfalgPlugin(CryptoPlugin):
 # -- helpers of AfalgPlugin: listing, binding and identifying drivers ---------------
 
 
-def _driver_details(plugin: AfalgPlugin) -> list[str]:
-    """:meth:`AfalgPlugin.details`: each mapped kernel name and its drivers, or how to enable it."""
+def _mapped() -> dict[tuple[str, str], list[str]]:
+    """Catalog names by ``(socket type, kernel name)``, for each algorithm with a kernel name."""
     mapped: dict[tuple[str, str], list[str]] = {}
     for alg in catalog.ALGORITHMS:
         kname = kernel_name(alg)
         if kname is not None:
             mapped.setdefault((SOCKET_TYPE[alg.kind], kname), []).append(alg.name)
+    return mapped
+
+
+def _driver_details(plugin: AfalgPlugin) -> list[str]:
+    """:meth:`AfalgPlugin.details`: each mapped kernel name and its drivers, or how to enable it."""
+    mapped = _mapped()
     try:
         plugin.probe()
     except Unavailable:
         return ["to enable: a kernel with CONFIG_CRYPTO_USER_API_HASH, _SKCIPHER and _AEAD "
                 "(modules af_alg, algif_hash, algif_skcipher, algif_aead), and a policy "
                 "that allows socket(AF_ALG)"]
-    missing: dict[tuple[str, str], str] = {}
-    for sock_type, kname in mapped:
-        try:
-            plugin.new_socket_bound(sock_type, kname).close()
-        except OSError as exc:
-            missing[(sock_type, kname)] = errno_text(exc)
+    missing = plugin.missing()
     records = plugin.read_drivers()
-    lines = ["drivers (from /proc/crypto; 'afalg' takes the first, "
+    absent = [n for key in missing for n in mapped[key]]
+    lines = [plugin.unchecked or "algorithms listed: those this kernel binds (each kernel "
+             "name bound once)" + (f"; not in this kernel: {', '.join(absent)}" if absent
+                                   else ""),
+             "drivers (from /proc/crypto; 'afalg' takes the first, "
              "'afalg:DRIVER' pins one):"]
     for (sock_type, kname), names in mapped.items():
         label = f"  {sock_type} {kname} [{', '.join(names)}]"

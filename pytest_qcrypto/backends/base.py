@@ -275,6 +275,11 @@ class CryptoPlugin:
         """Extra lines for ``--qcrypto-list`` (drivers, priorities); none by default."""
         return []
 
+    def why_unsupported(self, name: str) -> str:
+        """Why catalog algorithm ``name``, not in :meth:`supported`, is not, in a few words
+        (the kernel plugins: what the kernel said when asked); ``""`` when unknown."""
+        return ""
+
 
 def implementation_text(plugin: CryptoPlugin, name: str) -> str:
     """``plugin.implementation`` of catalog algorithm ``name``, never raising.

@@ -39,9 +39,11 @@ What one timed operation is (sizes in bytes):
   and tag in both directions, although a decryption writes only the plaintext.
 
 Kernel hazards this module rules out (kernel-abi.md section 7, seen on a real
-cryptodev-linux 1.14): a GCM tag length other than 4, 8 or 12..16 bytes, and
-``CIOCCRYPT`` on an AEAD session, oops the kernel; the request builders refuse
-both before any ioctl.  A failed AEAD decryption leaves unauthenticated
+cryptodev-linux 1.14): a GCM tag length other than 4, 8 or 12..16 bytes,
+``CIOCCRYPT`` on an AEAD session, and an AEAD encryption of an empty message
+(the zero-copy path dereferences NULL) oops the kernel; the request builders
+refuse all three with :class:`Unsupported` before any ioctl, and a decryption
+too short to hold its tag too.  A failed AEAD decryption leaves unauthenticated
 plaintext in the output buffer; it is wiped before the error is raised.
 """
 
@@ -76,6 +78,7 @@ from pytest_qcrypto.backends.devcrypto_sessions import (  # noqa: F401  (names t
     errno_text,
 )
 from pytest_qcrypto.backends.devcrypto_sessions import Buffer as _Buffer
+from pytest_qcrypto.algorithms import catalog
 from pytest_qcrypto.algorithms.catalog import Algorithm, Kind
 
 #: Why the public-key kinds and KDFs are not devcrypto rows (:meth:`DevCryptoPlugin.open`
@@ -112,6 +115,9 @@ class DevcryptoPlugin(CryptoPlugin):
         self.path = path
         self._device = device
         self._abi = abi
+        self._refused: dict[str, str] | None = None
+        #: why :meth:`supported` lists every algorithm with an id, not what the device opens
+        self.unchecked = ""
 
     @property
     def abi(self) -> Abi | None:
@@ -147,9 +153,46 @@ class DevcryptoPlugin(CryptoPlugin):
         return f"the kernel's crypto drivers behind {self.path}"
 
     def supported(self) -> frozenset[str]:
-        """Catalog algorithms this ABI has ids for; whether the driver takes them shows at open."""
+        """Catalog algorithms this ABI has ids for and the device opens a session of (one
+        session each, asked once); every one with an id, unchecked (:attr:`unchecked` says
+        why), when the device cannot be opened."""
         abi = self.abi
-        return frozenset(abi.algorithms) if abi is not None else frozenset()
+        if abi is None:
+            return frozenset()
+        return frozenset(n for n in abi.algorithms if n not in self.refused())
+
+    def why_unsupported(self, name: str) -> str:
+        """What the device said when :meth:`supported` opened a session of ``name``."""
+        return self.refused().get(name, "")
+
+    def refused(self) -> dict[str, str]:
+        """The algorithms with an id whose session the device refused, with its reason;
+        empty, and :attr:`unchecked` set, when the device cannot be opened."""
+        abi = self.abi
+        if self._refused is not None or abi is None:
+            return self._refused or {}
+        self._refused = {}
+        try:
+            device = self.open_device()
+        except OSError as exc:
+            self.unchecked = f"not checked against the device: {self._unavailable(exc, abi)}"
+            return self._refused
+        try:
+            for name, ids in abi.algorithms.items():
+                alg = catalog.lookup(name)
+                if alg is None:
+                    continue
+                session = (LinuxSession if abi.linux else FreeBSDSession)(
+                    device, abi, alg, ids, bytes(range(1, alg.key_size + 1)))
+                try:
+                    session.open()
+                except Unsupported as exc:
+                    self._refused[name] = str(exc)
+                finally:
+                    session.close()
+        finally:
+            device.close()
+        return self._refused
 
     def details(self) -> list[str]:
         abi = self.abi
@@ -161,6 +204,11 @@ class DevcryptoPlugin(CryptoPlugin):
                  f"CIOCCRYPT={abi.requests['CIOCCRYPT']:#x})"]
         if not present:
             lines.append(f"to enable: {abi.load_hint}")
+        else:
+            refused = [n for n in catalog.names() if n in self.refused()]
+            lines.append(self.unchecked or "algorithms listed: those the device opens a "
+                         "session of" + (f"; refused here: {', '.join(refused)}" if refused
+                                         else ""))
         lines.append("each session reports its driver ('cbc-aes-aesni', a hardware engine) "
                      "in the notes under the table")
         return lines

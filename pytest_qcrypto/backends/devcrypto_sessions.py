@@ -63,6 +63,29 @@ def errno_text(exc: OSError) -> str:
     return f"[{name}] {exc.strerror or os.strerror(code)}"
 
 
+#: Why an AEAD encryption of an empty message is refused (kernel-abi.md section 7).
+EMPTY_AEAD = ("an AEAD encryption of an empty message is refused before the ioctl: on "
+              "cryptodev-linux 1.14 (Linux 6.1, aesni) it oopses the kernel in the zero-copy "
+              "AEAD path (crypto_auth_zc_aead -> gcmaes_crypt_by_sg, NULL pointer) and the "
+              "calling process hangs")
+
+
+def check_aead_shape(decrypt: bool, src_size: int, tag_len: int) -> None:
+    """Refuse an AEAD request cryptodev-linux's zero-copy path mishandles, before any ioctl:
+    an encryption of 0 bytes (:data:`EMPTY_AEAD`), a decryption of fewer bytes than the tag.
+
+    ``src_size``: bytes of ``src`` (plaintext to encrypt; ciphertext || tag to decrypt).
+    A decryption of an empty message with its tag (``src_size == tag_len``) was seen to be
+    safe and is sent.
+    """
+    if not decrypt and src_size == 0:
+        raise Unsupported(EMPTY_AEAD)
+    if decrypt and src_size < tag_len:
+        raise Unsupported(f"an AEAD decryption of {src_size} bytes is refused before the "
+                          f"ioctl: it cannot hold the {tag_len}-byte tag (a shape never sent to "
+                          "cryptodev-linux, whose zero-copy path crashes on empty encryptions)")
+
+
 def check_tag_length(tag_len: int) -> None:
     """Refuse a GCM tag length cryptodev-linux mishandles (5 and 9 oops the kernel)."""
     if tag_len not in SAFE_GCM_TAGS:
@@ -248,6 +271,7 @@ class LinuxSession(Session):
                       dst: Buffer) -> tuple[int, Any]:
         tag_len = self.alg.tag_size
         check_tag_length(tag_len)
+        check_aead_shape(decrypt, src.size, tag_len)
         if aad.size > abi_mod.LINUX_MAX_AAD:
             raise Unsupported(f"cryptodev-linux takes at most {abi_mod.LINUX_MAX_AAD} bytes "
                               f"of AAD, not {aad.size}")

@@ -47,6 +47,7 @@ from pytest_qcrypto.algorithms import settings
 from pytest_qcrypto.algorithms.settings import SettingsError
 
 USAGE_ERROR = int(pytest.ExitCode.USAGE_ERROR)
+INTERRUPTED = int(pytest.ExitCode.INTERRUPTED)
 #: Options of ``qcrypto speed`` that pass through to pytest start with this.
 PASSTHROUGH = "--qcrypto-"
 #: This command's name, passed to the pytest plugin as ``--qcrypto-command``.
@@ -60,7 +61,7 @@ EXIT_CODES = ("Exit codes (pytest's): 0 done: every cell measured, nothing regre
               "1 a cell failed or fell below its floor, a regression (--qcrypto-compare, "
               "compare), a file (results, plot) could not be written, or speed measured "
               "nothing (every cell skipped); 2 interrupted "
-              "(Ctrl-C, SIGTERM): the tables of what was measured, results saved marked "
+              "(Ctrl-C, SIGTERM, SIGHUP): the tables of what was measured, results saved marked "
               "incomplete; 3 an internal error of pytest or a plugin (a bug: INTERNALERROR "
               "lines say where); 4 a usage error (a bad option, algorithm, plugin or file).")
 
@@ -216,6 +217,16 @@ def main(argv: Sequence[str] | None = None) -> int:
         return USAGE_ERROR
     except SystemExit as exc:  # -h
         return exc.code if isinstance(exc.code, int) else 0
+    try:
+        return _run(ns, pytest_args if ns.command == "speed" else [])
+    except KeyboardInterrupt:  # report, compare, history: one line, no traceback
+        sys.stdout.flush()
+        sys.stderr.write(f"\nqcrypto {ns.command}: interrupted\n")
+        return INTERRUPTED
+
+
+def _run(ns: argparse.Namespace, pytest_args: list[str]) -> int:
+    """The command of ``ns``, its arguments checked; the exit code."""
     if ns.command == "speed":
         # messages then send the reader to `qcrypto list` (pytest_qcrypto.pytest_side.options.list_hint)
         from pytest_qcrypto.pytest_side import progress

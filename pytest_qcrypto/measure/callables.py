@@ -149,6 +149,7 @@ class CallableBench:
                       count: int | None) -> Measurement:
         fn, data, name = self.fn, self.rng.bytes(size), self.algorithm.name
         result = fn(data)
+        limits.rearm()
         verdict = self.check(data, result) if self.check is not None else True
         if not verdict:
             raise CheckError(f"{PLUGIN} {name} at {size} bytes: check(data, result) returned "

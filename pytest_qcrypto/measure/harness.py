@@ -46,6 +46,7 @@ from typing import Any
 
 from pytest_qcrypto.algorithms import catalog, settings
 from pytest_qcrypto.backends.base import Runner
+from pytest_qcrypto.measure import limits
 
 #: 1 KiB, the unit of qcrypto's table (KiB/s); kB/s would be 1000.
 KIB = 1024
@@ -250,6 +251,7 @@ def timed(run: Runner, count: int, clock: Callable[[], int],
     finally:
         if gc_was_on:
             gc.enable()
+    limits.rearm()  # the measured code may have turned off the timeout's alarm
     return t0, t1, c1 - c0
 
 

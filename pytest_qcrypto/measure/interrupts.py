@@ -8,18 +8,21 @@ moment its signal arrives, and counts the benchmark items that finished.
 
 The signals, in a run with benchmark items (main thread, and only where
 nobody else handles them: ``SIGINT`` with Python's default handler,
-``SIGTERM`` with the default action):
+``SIGTERM`` and ``SIGHUP`` (a closed terminal) with the default action):
 
-* The first ``SIGINT`` or ``SIGTERM`` raises ``KeyboardInterrupt``, so that
-  pytest's interrupt path runs: the tables of what was measured, the results
+* The first ``SIGINT``, ``SIGTERM`` or ``SIGHUP`` raises ``KeyboardInterrupt``, so
+  that pytest's interrupt path runs: the tables of what was measured, the results
   saved marked incomplete, exit status 2.
 * Once every benchmark item has run, until the results are saved, a signal is
   noted and held back (two at most), so that it cannot lose the results.
 * Until the results are saved (:meth:`Interrupts.release`), one more signal is
   noted and otherwise held back, so that it cannot stop the saving half-way;
   a third takes effect at once, as it would without this plugin.
-* After that, the signals do what they would without this plugin:
-  ``SIGINT`` raises ``KeyboardInterrupt`` again, ``SIGTERM`` ends the process.
+* After that, until the handlers are put back at the end of the run
+  (:meth:`Interrupts.restore`), a signal changes nothing: the run is over and
+  its exit status stands; :attr:`Interrupts.late` names it, and the run ends
+  with one line that says so (:func:`late_line`).  A third one then takes effect
+  at once.
 
 Nothing here imports pytest; :class:`pytest_qcrypto.plugin.RunGuard` calls it.
 """
@@ -51,6 +54,9 @@ class Interrupts:
         self._holding = False
         self._saved = False
         self._expected = False
+        #: the first signal that came after the results were saved (the run was over)
+        self.late: str | None = None
+        self._late = 0
 
     # -- what the run did --------------------------------------------------------------
 
@@ -87,17 +93,15 @@ class Interrupts:
         if self._earlier or not can_interrupt():
             return
         for sig, default in ((signal.SIGINT, signal.default_int_handler),
-                             (signal.SIGTERM, signal.SIG_DFL)):
+                             (signal.SIGTERM, signal.SIG_DFL), (signal.SIGHUP, signal.SIG_DFL)):
             if signal.getsignal(sig) == default:
                 self._earlier[sig] = signal.signal(sig, self._on_signal)
 
     def release(self) -> None:
-        """The results are saved: signals held back so far are done with, and from now on
-        each signal does what it would without this plugin."""
+        """The results are saved: signals held back so far are done with; from now on a
+        signal is :attr:`late` (noted, the run's status kept) until :meth:`restore`."""
         self._saved = True
-        if self._holding:
-            self._holding = False
-            self.restore()
+        self._holding = False
 
     def restore(self) -> None:
         """Put back the handlers found by :meth:`catch` (unless replaced since)."""
@@ -109,6 +113,12 @@ class Interrupts:
     def _on_signal(self, signum: int, frame: FrameType | None) -> None:
         __tracebackhide__ = True  # pytest shows where the signal found the run, not this
         name = signal.Signals(signum).name
+        if self._saved:  # the run is over: its status and its saved results stand
+            self.late = self.late or name
+            self._late += 1
+            if self._late <= HELD_AT_MOST:
+                return
+            return self._act(signum, frame)
         self.note(name)
         self.signals += 1
         if self._ending and self.signals <= HELD_AT_MOST:
@@ -119,10 +129,35 @@ class Interrupts:
                 f"received {name}")
         if self._holding and self.signals <= HELD_AT_MOST:
             return  # the run is already stopping; it saves its results first
-        earlier = self._earlier.get(signum, signal.SIG_DFL)
         self._holding = False
+        self._act(signum, frame)
+
+    def _act(self, signum: int, frame: FrameType | None) -> None:
+        """What ``signum`` does without this plugin: the handler found, or the default."""
+        earlier = self._earlier.get(signum, signal.SIG_DFL)
         self.restore()
         if callable(earlier):
             earlier(signum, frame)  # Python's SIGINT handler: KeyboardInterrupt
         else:
             signal.raise_signal(signum)  # the default action: the process ends
+
+
+def late_line(signal_name: str, saved: str | None, status: int) -> str:
+    """The one line of a run that a signal reached after it was over: ``qcrypto: SIGTERM
+    after the run had ended, which it did not change: its results were complete and saved to
+    r.json; exit status 0``.
+
+    ``saved``: the gate's line about the file (``qcrypto: 2 results saved to PATH``, or one
+    of an incomplete run), None or empty when the run saved nothing; ``status``: the run's
+    exit status, which the signal did not change.
+    """
+    said = saved or ""
+    if said.startswith("qcrypto: ") and " saved to " in said and "did not finish" not in said:
+        where = said.split(" saved to ", 1)[1].split("; ", 1)[0]
+        what = f"its results were complete and saved to {where}; "
+    elif said.startswith("qcrypto: "):
+        what = "its results were saved as said above; "
+    else:
+        what = ""
+    return f"qcrypto: {signal_name} after the run had ended, which it did not change: " \
+           f"{what}exit status {status}"

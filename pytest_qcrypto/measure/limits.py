@@ -98,6 +98,29 @@ class CallTimeout(RuntimeError):
         return (type(self), (self.call, self.seconds))
 
 
+class AlarmTampered(RuntimeError):
+    """The measured code turned off or took over the alarm that bounds it (``signal.alarm(0)``,
+    ``setitimer``, its own ``SIGALRM`` handler).  :func:`rearm` set it again once the code
+    returned; the measurement then fails with this, since a call that never returned could
+    not have been stopped."""
+
+    def __init__(self, what: str) -> None:
+        super().__init__(
+            f"the measured code {what}, which bounds it (--qcrypto-timeout); it was set again "
+            "when the call returned, but one that never returns could not be stopped: leave "
+            "SIGALRM and ITIMER_REAL alone in measured code, or measure it with "
+            "--qcrypto-isolate")
+
+    def __reduce__(self) -> tuple[Any, ...]:  # sent back from an isolated child
+        return (_tampered, (str(self),))
+
+
+def _tampered(text: str) -> AlarmTampered:
+    exc = AlarmTampered("")
+    exc.args = (text,)
+    return exc
+
+
 class _CallExpired(BaseException):
     """Raised by the alarm inside a bounded call: a ``BaseException``, like
     :class:`MeasurementTimeout`, so the plugin's ``except Exception`` cannot swallow it."""
@@ -214,20 +237,58 @@ def deadline(seconds: float | None,
         _call_handler(earlier_handler, signum, frame)
         _arm(ends if earlier_due is None else min(ends, earlier_due))
 
+    def check() -> str:
+        """Set the alarm again if the code just called turned it off; what it did, or ''."""
+        handler = signal.getsignal(signal.SIGALRM)
+        if handler is on_alarm and signal.getitimer(signal.ITIMER_REAL)[0] > 0:
+            return ""
+        if handler is on_alarm and time.monotonic() >= ends - 0.01:
+            raise error(seconds)  # (the alarm is due: not turned off)
+        signal.signal(signal.SIGALRM, on_alarm)
+        _arm(ends if earlier_due is None else min(ends, earlier_due))
+        return ("put its own SIGALRM handler in place of the alarm" if handler is not on_alarm
+                else "turned off the alarm (signal.alarm(0) or setitimer)")
+
     earlier_handler = signal.signal(signal.SIGALRM, on_alarm)
     earlier_delay, earlier_interval = signal.setitimer(signal.ITIMER_REAL, 0)
     earlier_due = time.monotonic() + earlier_delay if earlier_delay > 0 else None
     _arm(ends if earlier_due is None else min(ends, earlier_due))
+    guard = _Guard(check)
+    _GUARDS.append(guard)
     try:
         yield
+        if guard.tampered:
+            raise AlarmTampered(guard.tampered)
     finally:
         try:
             armed = False
+            _GUARDS.remove(guard)
         finally:
             signal.setitimer(signal.ITIMER_REAL, 0)
             signal.signal(signal.SIGALRM, earlier_handler)
             if earlier_due is not None:  # it fires at once if it came due meanwhile
                 _arm(earlier_due, earlier_interval)
+
+
+class _Guard:
+    """One :func:`deadline` in force: its check, in which process, what was done to it."""
+
+    def __init__(self, check: Callable[[], str]) -> None:
+        self.check, self.pid, self.tampered = check, os.getpid(), ""
+
+
+#: The deadlines in force, innermost last.
+_GUARDS: list[_Guard] = []
+
+
+def rearm() -> None:
+    """After a call into measured code (the harness calls it after every timed batch): if
+    the code turned off the innermost deadline's alarm or replaced its handler, set it again
+    and note it, so that the deadline raises :class:`AlarmTampered` when it ends.  Costs two
+    system calls; does nothing without a deadline in this process and thread."""
+    if _GUARDS and _GUARDS[-1].pid == os.getpid() and can_interrupt():
+        guard = _GUARDS[-1]
+        guard.tampered = guard.check() or guard.tampered
 
 
 def _arm(due: float, interval: float = 0.0) -> None:

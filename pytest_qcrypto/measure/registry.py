@@ -154,6 +154,20 @@ class Registry:
             self._supported[plugin.name] = found
         return self._supported[plugin.name]
 
+    def not_supported(self, plugin: CryptoPlugin, typed: str, name: str) -> str:
+        """Why ``plugin`` (as ``typed``) has no ``name``: unavailable, or ``openssl does not
+        support x`` with the plugin's :meth:`~CryptoPlugin.why_unsupported` after a colon
+        (asked within ``limits.QUERY_TIMEOUT`` seconds; nothing added when it fails)."""
+        why = self.unavailable(plugin)
+        if why is not None:
+            return f"{typed}: unavailable: {why}"
+        try:
+            reason = str(limits.call_bounded(lambda: plugin.why_unsupported(name),
+                                             "why_unsupported()", limits.QUERY_TIMEOUT) or "")
+        except Exception:  # (a third-party plugin's bug must not hide the skip)
+            reason = ""
+        return f"{typed} does not support {name}" + (f": {reason}" if reason else "")
+
     def version(self, plugin: CryptoPlugin) -> str:
         """``plugin.version()``, or ``unknown (why)`` when it raises or does not return
         within ``limits.QUERY_TIMEOUT`` seconds."""

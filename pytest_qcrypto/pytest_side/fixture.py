@@ -300,9 +300,7 @@ class QcryptoFixture:
         if why is not None:
             pytest.skip(f"{plugin}: unavailable: {why}")
         if pkey_bench.listed_as(alg) not in registry.supported(selection.plugin):
-            why = registry.unavailable(selection.plugin)
-            pytest.skip(f"{plugin}: unavailable: {why}" if why
-                        else f"{plugin} does not support {alg.name}")
+            pytest.skip(registry.not_supported(selection.plugin, plugin, alg.name))
         isolate = self.options.isolate  # then opened in each measurement's child process
         try:
             ctx = limits.call_with_deadline(

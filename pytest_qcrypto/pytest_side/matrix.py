@@ -24,7 +24,7 @@ from pytest_qcrypto.measure import callables, memory
 from pytest_qcrypto.algorithms import catalog, settings
 from pytest_qcrypto.measure.bench import Case
 from pytest_qcrypto.algorithms.catalog import Algorithm
-from pytest_qcrypto.measure.interrupts import Interrupts
+from pytest_qcrypto.measure.interrupts import Interrupts, late_line
 from pytest_qcrypto.measure.registry import Registry, RegistryError, Selection
 from pytest_qcrypto.gate.rules import marker_floors
 from pytest_qcrypto.algorithms.settings import Settings, SettingsError
@@ -140,7 +140,7 @@ def check_all(run: Run) -> None:
              if settings.ALL in (t.lower() for t in settings.split_list(opt(f"qcrypto_{o}")))]
     if len(asked) > 1:
         asked = [("", tuple(k for _, kinds in SELECTION for k in kinds))]
-    supported = _supported(run)
+    supported = _supported(run) if asked else set()  # (a kernel plugin's asks the kernel)
     for option, kinds in asked:
         if not any(a.name in supported for a in catalog.algorithms(kinds)):
             raise SettingsError(_nothing_to_measure(run, option, kinds))
@@ -321,19 +321,20 @@ class RunGuard:
     Under ``-n N`` (N > 0) each worker skips its benchmark items (they would
     share the CPUs with other tests) and runs everything else; the controller,
     which collects nothing itself, counts those skips in the reports the
-    workers send and prints one notice.  In a run with benchmark items, Ctrl-C
-    and SIGTERM (a CI runner's timeout) are watched by :attr:`interrupts`
-    (:mod:`pytest_qcrypto.measure.interrupts`): SIGTERM raises ``KeyboardInterrupt``
-    like Ctrl-C, so that pytest's interrupt path runs, and ``--qcrypto-save``
-    marks the results complete only when every benchmark item ran to its end
-    and no interrupt was seen.
-    """
+    workers send and prints one notice.  In a run with benchmark items, Ctrl-C,
+    SIGTERM (a CI runner's timeout) and SIGHUP are watched by :attr:`interrupts`
+    (:mod:`pytest_qcrypto.measure.interrupts`): SIGTERM and SIGHUP raise
+    ``KeyboardInterrupt`` like Ctrl-C, so that pytest's interrupt path runs;
+    ``--qcrypto-save`` marks the results complete only when every benchmark item
+    ran to its end and no interrupt was seen; a signal after the save is said in
+    one line at the end (:func:`late_line`), the run's status kept."""
 
     def __init__(self, config: pytest.Config) -> None:
         self.config = config
         self.worker = hasattr(config, "workerinput")
         self.skipped_on_workers = 0
         self.interrupts = Interrupts()
+        self.session: pytest.Session | None = None
 
     def pytest_collection_modifyitems(self, items: list[pytest.Item]) -> None:
         benchmarks = [item for item in items if is_benchmark(item)]
@@ -370,8 +371,19 @@ class RunGuard:
                 f"{workers}, and a measurement must not share the machine with other "
                 "work; run benchmarks with -n 0")
 
+    def pytest_sessionstart(self, session: pytest.Session) -> None:
+        self.session = session
+
     def pytest_unconfigure(self) -> None:
         self.interrupts.restore()
+        late = self.interrupts.late  # (read after restore: none can come in between)
+        if late and self.session is not None:
+            run = self.config.pluginmanager.get_plugin("qcrypto-run")
+            saved = getattr(getattr(run, "gate", None), "saved", None)
+            line = late_line(late, saved, int(self.session.exitstatus))
+            reporter = self.config.pluginmanager.get_plugin("terminalreporter")
+            if reporter is not None:  # (-p no:terminal: nothing is written)
+                reporter.write_line(line)
 
 
 def with_line_numbers(excinfo: pytest.ExceptionInfo[BaseException]) -> None:

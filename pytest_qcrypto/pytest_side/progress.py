@@ -167,8 +167,9 @@ class Progress:
 def interrupted_line(measured: int, total: int, saved_to: str | None,
                      signal_name: str | None = None) -> str:
     """``interrupted: 59 of 210 cells measured, results saved to r.json`` (``..., nothing
-    saved`` without a results file; ``interrupted by SIGTERM: ...`` for that signal)."""
-    how = f" by {signal_name}" if signal_name == "SIGTERM" else ""
+    saved`` without a results file; ``interrupted by SIGTERM: ...`` for that signal, and
+    for SIGHUP)."""
+    how = f" by {signal_name}" if signal_name in ("SIGTERM", "SIGHUP") else ""
     where = f"results saved to {saved_to}" if saved_to else "nothing saved"
     return f"interrupted{how}: {measured} of {total} cells measured, {where}"
 
@@ -353,9 +354,9 @@ class Outcomes:
 def run(args: Sequence[str], plugins: Sequence[object] = ()) -> int:
     """:func:`pytest.main` with :func:`command_plugins` (and ``plugins``): the exit code.
 
-    A signal that pytest's own handling no longer catches (one that arrives while the
-    summary is printed, after the results were saved) ends it with the same word, not a
-    traceback.
+    A signal after the results were saved is the run's (:mod:`pytest_qcrypto.measure.interrupts`:
+    one line, the status kept); one in the last moment, after the run put the handlers back,
+    ends it with the same word, not a traceback.
     """
     try:
         return int(pytest.main(list(args), plugins=[*plugins, *command_plugins()]))

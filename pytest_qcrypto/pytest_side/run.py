@@ -110,6 +110,11 @@ class RunSettings:
         """The option's value, else the ini key's (None if neither), and where it came from."""
         return options.given(self.config, option)
 
+    def unused_options(self) -> list[str]:
+        """:func:`settings.unused_options` of this run: a note per option without effect."""
+        return settings.unused_options(self.settings, self._ini_or_option(
+            "qcrypto_size", "qcrypto_sizes")[0] is not None, self.config.getoption("qcrypto_unit"))
+
     @cached_property
     def settings(self) -> Settings:
         """The run's checked settings (algorithms are empty unless the matrix was asked for)."""
@@ -355,7 +360,7 @@ class QcryptoRun(RunSettings):
 
     def pytest_terminal_summary(self, terminalreporter: Any) -> None:
         gate = self.gate
-        gate_lines = (settings.unused_direction(self.settings) if self.requested else []) + (
+        gate_lines = (self.unused_options() if self.requested else []) + (
             gate.summary_lines() if gate else [])
         from pytest_qcrypto.output.render import unwritten
 
