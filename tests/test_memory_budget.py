@@ -1,6 +1,5 @@
 """The memory budget of a KDF measurement (issue 24): refused before it runs, with the figure."""
 
-import time
 
 import pytest
 
@@ -68,10 +67,11 @@ def test_a_cgroup_limit_below_memavailable_counts(tmp_path, monkeypatch, meminfo
 
 def test_the_speed_matrix_refuses_it_at_once(pytester, meminfo):
     meminfo(int(21.3 * GIB))
-    started = time.monotonic()
+    # refused while pytest configures, before any item is collected or measured (how long
+    # that takes is a benchmark's to say, not a test's on a shared machine)
     r = pytester.runpytest("--qcrypto-kdf=scrypt-n4194304-r32-p16", "--qcrypto-plugin=openssl",
                            *FAST)
-    assert time.monotonic() - started < 1.0
+    assert "collected" not in r.stdout.str() and "passed" not in r.stdout.str()
     assert r.ret == 4
     r.stderr.fnmatch_lines(["ERROR: --qcrypto-kdf: scrypt-n4194304-r32-p16 needs 16.0 GiB; "
                             "21.3 GiB available, 50% allowed: lower N or r"])

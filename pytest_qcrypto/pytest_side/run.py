@@ -15,7 +15,6 @@ from __future__ import annotations
 import re
 import sys
 from collections.abc import Generator, Iterator
-from dataclasses import asdict
 from functools import cached_property
 from typing import Any
 
@@ -31,6 +30,7 @@ from pytest_qcrypto.pytest_side.gate import (GATE_KEY, GateOptions, GatePlugin, 
                                              has_floor_marker, read_options, wanted)
 from pytest_qcrypto.measure.harness import Measurement
 from pytest_qcrypto.pytest_side.ledger import Ledger
+from pytest_qcrypto.pytest_side.saving import run_state
 # the fixtures, found by pytest among this plugin's names
 from pytest_qcrypto.pytest_side.dormant import GUARD_NAME, RUN_NAME
 from pytest_qcrypto.pytest_side.fixture import FIXTURE_KEY
@@ -298,17 +298,8 @@ class QcryptoRun(RunSettings):
         if self.gate is None:
             self.config.stash[GATE_KEY] = GatePlugin(
                 self.config, self.gate_options, self.ledger, self.names, guard.interrupts,
-                self._run_state)
+                lambda: run_state(self))
             self.config.pluginmanager.register(self.config.stash[GATE_KEY], "qcrypto-gate")
-
-    def _run_state(self) -> tuple[dict[str, Any], dict[str, Any] | None]:
-        """The run's min_time and rounds, and the machine state when measuring started."""
-        s, state, sp = self.settings, self.machine_state, getattr(self, "spread_cells", None)
-        return ({"min_time_s": s.min_time, "rounds": s.rounds,
-                 **({"count": s.count} if s.count is not None else {}),
-                 **({"spread": asdict(sp.spread)} if sp and sp.all else {}),  # cells in turn
-                 **self.counting.settings()},
-                state.as_dict() if state is not None else None)
 
     def pytest_collection_modifyitems(self, items: list[pytest.Item]) -> None:
         if self.gate is None and any(has_floor_marker(item) for item in items):

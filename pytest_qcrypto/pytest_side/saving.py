@@ -8,6 +8,7 @@ and says so in one line.  Called by the gate's plugin (:mod:`pytest_qcrypto.pyte
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
+from dataclasses import asdict
 from pathlib import Path
 from typing import Any
 
@@ -116,3 +117,15 @@ def save(config: pytest.Config, session: pytest.Session, exitstatus: int, ran_to
         return (f"qcrypto: the run did not finish: {n} saved to {target} "
                 f"(\"complete\": false); {path} left untouched{also}")
     return f"qcrypto: the run did not finish: {n} saved to {target} (\"complete\": false){also}"
+
+
+def run_state(run: Any) -> tuple[dict[str, Any], dict[str, Any] | None]:
+    """What a results file says of ``run`` (a :class:`~pytest_qcrypto.pytest_side.run.QcryptoRun`):
+    its settings (min_time, rounds, a fixed count, how spread rounds were taken, the counting
+    measure's) and the machine state when measuring started."""
+    s, state, sp = run.settings, run.machine_state, getattr(run, "spread_cells", None)
+    return ({"min_time_s": s.min_time, "rounds": s.rounds,
+             **({"count": s.count} if s.count is not None else {}),
+             **({"spread": asdict(sp.spread)} if sp and sp.all else {}),  # cells in turn
+             **run.counting.settings()},
+            state.as_dict() if state is not None else None)
