@@ -321,7 +321,8 @@ def test_save_then_load_through_pytest(pytester):
                                       "implementations": {"sha256": "fake 1.0"}}
     assert [(e["plugin"], e["size"], e["test"]) for e in doc["results"]] == [
         ("fake", 16, "qcrypto::sha256[fake-16]"), ("fake", 64, "qcrypto::sha256[fake-64]")]
-    assert doc["settings"] == {"min_time_s": 0.002, "rounds": 1}
+    assert doc["settings"] == {"min_time_s": 0.002, "rounds": 1,  # and how spread rounds ran
+                               "spread": {"rounds": 25, "round_s": 0.002, "span_s": 0.16}}
     assert {e["jobs"] for e in doc["results"]} == {1}
     assert "load" in doc["machine_state"]  # the state at the start, beside the fingerprint
 

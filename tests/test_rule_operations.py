@@ -52,9 +52,13 @@ def test_a_wildcard_algorithm_floor_fails_only_the_cells_of_its_operation(clock,
     r = clock.runpytest(*args, *RUN)
     assert r.ret == pytest.ExitCode.TESTS_FAILED, r.stdout.str()
     out = r.stdout.str()
+    # the item's short line, and the gate summary's detail under it
     below = [line for line in r.stdout.lines if line.startswith("below floor: ")]
     assert len(below) == 1, out
     assert below[0].startswith(f"below floor: {failed}: ")
+    assert below[0].endswith("(detail in the qcrypto summary)")
+    below = [line.strip() for line in r.stdout.lines if line.startswith("  below floor: ")]
+    assert len(below) == 1, out
     assert (f"floor 999999999.00 ops/s (qcrypto_floors in tox.ini: '{pattern} = "
             f"999999999')") in below[0]
     # every other cell (the other operations, ml-kem-768's) passes
