@@ -192,3 +192,55 @@ def test_first_power_of_two():
     assert harness.first_power_of_two(0.2, 0.1) == 1
     assert harness.first_power_of_two(0.0, 0.1) == 1
     assert harness.first_power_of_two(1e-15, 3600.0) == harness.MAX_COUNT
+
+
+CLOCKED_CONFTEST = '''
+import json, time
+from pytest_qcrypto.backends.hashlib import HashlibPlugin
+
+CLOCK = {"now": 1_000_000}
+RUNS = []
+SAVED = {}
+
+def pytest_configure(config):
+    SAVED.update(wall=time.perf_counter_ns, cpu=time.process_time_ns)
+    time.perf_counter_ns = time.process_time_ns = lambda: CLOCK["now"]
+
+def pytest_unconfigure(config):
+    time.perf_counter_ns, time.process_time_ns = SAVED["wall"], SAVED["cpu"]
+    with open("runs.json", "w") as f:
+        json.dump(RUNS, f)
+
+class Clocked(HashlibPlugin):
+    name = "clocked"
+    aliases = ()
+    def open(self, algorithm, key, variant=None):
+        ctx = super().open(algorithm, key, variant)
+        def runner(work):
+            size = len(work.data)
+            def run(count):
+                RUNS.append([size, count])
+                CLOCK["now"] += round(count * (1_000 + 0.5 * size))
+            return run
+        ctx.runner = runner
+        return ctx
+
+def pytest_qcrypto_plugins():
+    return [Clocked()]
+'''
+
+
+def test_a_pytest_run_predicts_each_size_from_the_sizes_before_it(pytester):
+    import json
+
+    pytester.makeconftest(CLOCKED_CONFTEST)
+    r = pytester.runpytest("--qcrypto-digest=sha256", "--qcrypto-plugin=clocked",
+                           "--qcrypto-size=16,64,256", "--qcrypto-min-time=0.1",
+                           "--qcrypto-rounds=3", "-p", "no:cacheprovider", "-p", "no:xdist")
+    r.assert_outcomes(passed=3)
+    runs = json.loads((pytester.path / "runs.json").read_text())
+    by_size = {s: [c for size, c in runs if size == s] for s in (16, 64, 256)}
+    # each cell opens its own context; the run's Calibrations carries what 16 B showed
+    assert by_size[16] == [2**k for k in range(14)] + [131072] * 3
+    assert by_size[64] == [32768] + [131072] * 3
+    assert by_size[256] == [131072] * 3
