@@ -8,6 +8,7 @@ Run from the repository, with pytest-benchmark installed (``pip install -e '.[be
                                                        # benchmarks/results-DATE/time-to-result-HHMMSS.json
     python benchmarks/time_to_result.py --json out.json --repeats 7
     python benchmarks/time_to_result.py --tiny         # a smoke run: 1 repeat, 2 sizes, no JSON
+    python benchmarks/time_to_result.py --ours=--qcrypto-min-time=0.05   # what if (not the default)
 
 The two sides measure the same 21 cells: sha256 in three plugins (openssl = pyca
 cryptography, hashlib, pycryptodome) at qcrypto's seven sizes (16 B to 32 KiB):
@@ -204,6 +205,9 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--json", default=None, metavar="PATH", help="write the figures here "
                    "(default: benchmarks/results-DATE/time-to-result-HHMMSS.json; --tiny: none)")
     p.add_argument("--repeats", type=int, default=5, help="interleaved repeats (default 5)")
+    p.add_argument("--ours", action="append", default=[], metavar="ARG",
+                   help="one more option for our side (repeatable), e.g. "
+                        "--ours=--qcrypto-min-time=0.05: what a default would give; recorded")
     p.add_argument("--tiny", action="store_true",
                    help="a smoke run: 1 repeat, 16 B and 32 KiB only, short rounds; no JSON")
     args = p.parse_args(argv)
@@ -213,7 +217,8 @@ def main(argv: list[str] | None = None) -> int:
         print("time_to_result.py: needs pytest-benchmark: pip install -e '.[bench]'")
         return 2
     repeats, sizes = (1, LOOP_SIZES) if args.tiny else (max(args.repeats, 1), SIZES)
-    ours_extra = ["--qcrypto-min-time=0.005", "--qcrypto-rounds=1"] if args.tiny else []
+    ours_extra = (["--qcrypto-min-time=0.005", "--qcrypto-rounds=1"] if args.tiny else []) \
+        + args.ours
     pb_extra = ["--benchmark-max-time=0.005", "--benchmark-min-rounds=1"] if args.tiny else []
     started = datetime.now(timezone.utc)
     counts = loop_counts(0.01 if args.tiny else 0.1)
@@ -249,7 +254,7 @@ def main(argv: list[str] | None = None) -> int:
            "machine": {"python": platform.python_version(), "cpus": os.cpu_count(),
                        "platform": platform.platform(), "load_average_1min": loads},
            "versions": versions(), "repeats": repeats, "sizes": list(sizes),
-           "loop_counts": counts, **summary, "per_repeat": reps}
+           "ours_options": ours_extra, "loop_counts": counts, **summary, "per_repeat": reps}
     path = args.json or (None if args.tiny else str(
         REPO / "benchmarks" / f"results-{started:%Y-%m-%d}" /
         f"time-to-result-{started:%H%M%S}.json"))

@@ -118,19 +118,23 @@ def test_a_prediction_far_too_high_is_not_a_round_and_is_chosen_again(fake):
     with bench.open_context(Selection("clocked", Clocked(fake)), "sha256",
                             calibrations=calibrations) as ctx:
         ctx.measure(16, min_time=0.1, rounds=3)
-        fake.speed = 1 / 8  # 8 times slower: 131072 operations take 1.06 s, over 4 x 0.1 s
+        fake.speed = 1 / 8  # 8 times slower: 131072 operations take 1.06 s, over 2 x 0.1 s
         m = ctx.measure(16, min_time=0.1, rounds=3)
     assert fake.counts(16)[-4:] == [131072, 16384, 16384, 16384]
     assert m.count == 16384 and m.rounds_s == pytest.approx((16384 * 8.064e-6,) * 3)
 
 
-def test_a_prediction_up_to_four_times_min_time_is_kept_as_the_first_round():
+@pytest.mark.parametrize("start, counts, thrown", [
+    (131072, [131072] * 3, 0),  # right: 0.13 s, the first round
+    (262144, [262144] + [131072] * 3, 1),  # twice too high: 0.26 s, not a round
+    (65536, [65536] + [131072] * 3, 1),  # half: 66 ms, then the skip ahead
+])
+def test_a_first_run_under_twice_min_time_is_the_first_round(start, counts, thrown):
     clock = Clock(per_call_ns=1_000, per_byte_ns=0)
-    run = clock.runner(16)
-    t = time_runner(run, min_time=0.1, rounds=3, clock=clock.clock, cpu_clock=clock.clock,
-                    start=262144)  # twice the first power of two: 0.26 s a round
-    assert clock.counts(16) == [262144] * 3
-    assert (t.count, t.calibration_runs) == (262144, 0)
+    t = time_runner(clock.runner(16), min_time=0.1, rounds=3, clock=clock.clock,
+                    cpu_clock=clock.clock, start=start)
+    assert clock.counts(16) == counts
+    assert (t.count, t.calibration_runs) == (131072, thrown)
 
 
 def test_the_stall_guard_still_recalibrates_from_a_predicted_start():

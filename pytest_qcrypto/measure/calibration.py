@@ -9,7 +9,7 @@ the count a new size starts calibrating from (:meth:`Calibrations.start`): the p
 predicted to reach ``min_time``, which the harness
 (:func:`pytest_qcrypto.measure.harness.time_runner`, ``start``) times as its first run and
 keeps as the first round when it reached ``min_time``.  A wrong prediction costs one run:
-under ``min_time``, the harness goes on doubling from it; far over, it chooses the count
+under ``min_time``, the harness goes on doubling from it; twice it or more, it chooses the count
 again from that run's rate.
 
 The prediction of the seconds per iteration at ``size`` bytes:

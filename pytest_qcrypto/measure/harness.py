@@ -16,7 +16,7 @@ Calibration may start from a count other than 1 (``start``): the power of two th
 same algorithm and plugin showed at other sizes predicts will reach ``min_time``
 (:mod:`pytest_qcrypto.measure.calibration`), so that a later size skips most doublings.  A
 prediction that proves wrong falls back: a first run under ``min_time`` goes on doubling
-(skipping ahead) from there; one over :data:`TOO_LONG` times ``min_time`` is not a round,
+(skipping ahead) from there; one of :data:`TOO_LONG` times ``min_time`` or more is not a round,
 and the count is chosen again from its rate (the first power of two it predicts reaches
 ``min_time``).
 
@@ -63,9 +63,9 @@ KIB = 1024
 MAX_COUNT = settings.MAX_COUNT
 #: Calibration skips ahead once a run takes at least this fraction of ``min_time``.
 SKIP_AHEAD = 1 / 16
-#: A first run at a predicted count over this many times ``min_time`` is not kept: the first
-#: power of two that reaches ``min_time`` takes under twice it (the prediction was wrong).
-TOO_LONG = 4
+#: A first run at a predicted count this many times ``min_time`` or more is not kept: the
+#: first power of two that reaches ``min_time`` takes under twice it (the prediction was wrong).
+TOO_LONG = 2
 #: A timed round shorter than this fraction of ``min_time`` means a stall chose the count.
 SHORT_ROUND = 0.5
 #: How many times the count is chosen again from a short round before short rounds are kept.
