@@ -8,7 +8,7 @@ Run from the repository, with pytest-benchmark installed (``pip install -e '.[be
                                                        # benchmarks/results-DATE/time-to-result-HHMMSS.json
     python benchmarks/time_to_result.py --json out.json --repeats 7
     python benchmarks/time_to_result.py --tiny         # a smoke run: 1 repeat, 2 sizes, no JSON
-    python benchmarks/time_to_result.py --ours=--qcrypto-min-time=0.05   # what if: recorded
+    python benchmarks/time_to_result.py --ours=--qcrypto-min-time=0.05  # what if: recorded
 
 The two sides measure the same 21 cells: sha256 in three plugins (openssl = pyca
 cryptography, hashlib, pycryptodome) at qcrypto's seven sizes (16 B to 32 KiB):
