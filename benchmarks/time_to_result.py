@@ -4,8 +4,8 @@ each side's figures are to a hand-written tight loop.
 
 Run from the repository, with pytest-benchmark installed (``pip install -e '.[bench]'``)::
 
-    python benchmarks/time_to_result.py                # about 3 minutes; writes
-                                                       # benchmarks/results-DATE/time-to-result-HHMMSS.json
+    python benchmarks/time_to_result.py                # about 3 minutes; writes its JSON to
+                                                       # benchmarks/results-DATE/
     python benchmarks/time_to_result.py --json out.json --repeats 7
     python benchmarks/time_to_result.py --tiny         # a smoke run: 1 repeat, 2 sizes, no JSON
     python benchmarks/time_to_result.py --ours=--qcrypto-min-time=0.05  # what if: recorded
