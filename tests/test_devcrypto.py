@@ -27,6 +27,7 @@ import hmac
 import re
 import os
 import struct
+import sys
 from collections.abc import Callable
 from typing import Any
 
@@ -1198,3 +1199,78 @@ def test_cryptotest_z_16_on_the_double_runs_every_cipher_and_hmac_cryptodev_has(
     want += [(16, n, s) for n in ("md5", "sha1", "sha256", "sha384", "sha512") for s in every]
     assert [(int(c), n, int(s)) for c, n, s in found] == want
     assert not builtin_on_double.sessions and not builtin_on_double.open_fds
+
+
+# -- the round trip's own loop (cryptotest's iteration: two requests, built once) ---------
+
+ROUNDTRIP_NAMES = [n for n in LINUX_NAMES if n not in LINUX_REFUSED
+                   and alg(n).kind in (catalog.CIPHER, catalog.AEAD)]
+
+
+@pytest.mark.parametrize("linux", [True, False])
+@pytest.mark.parametrize("name", ["aes-128-cbc", "aes-256-gcm"])
+def test_roundtrip_loop_is_two_requests_built_once(linux, name, kept_buffers):
+    double = CryptodevDouble(linux=linux)
+    a = alg(name)
+    key, data = key_for(a), os.urandom(64)
+    ctx = double.plugin().open(a, key)
+    ref = OPENSSL.open(a, key)
+    aead = a.kind == catalog.AEAD
+    nonces = tuple(os.urandom(12) for _ in range(3)) if aead else ()
+    iv = b"" if aead else os.urandom(a.iv_size)
+    sealed = ref.encrypt(nonces[0] if aead else iv, data)
+    run = ctx.roundtrip_runner(Workload(data, iv=iv, nonces=nonces, ciphertext=sealed))
+    made, double.calls[:] = len(kept_buffers), []
+    ours = {devcrypto.__file__, sys.modules[Workload.__module__].__file__}
+    called: list[str] = []  # Python functions of the plugin (and its base class) called
+
+    def profile(frame: Any, event: str, arg: Any) -> None:
+        if event == "call" and frame.f_code.co_filename in ours:
+            called.append(frame.f_code.co_name)
+    sys.setprofile(profile)
+    try:
+        run(5)
+    finally:
+        sys.setprofile(None)
+    assert called == ["run"]  # the loop itself, no runner called per iteration (the base's)
+    crypt = "CIOCCRYPT" if not aead else "CIOCAUTHCRYPT" if linux else "CIOCCRYPTAEAD"
+    requests = LINUX_REQUESTS if linux else FREEBSD_REQUESTS
+    assert double.calls == [requests[crypt]] * 10  # two a round trip, nothing else
+    assert len(kept_buffers) == made  # no buffer built inside the loop
+    contents = [b.read() for b in kept_buffers[:made]]
+    assert data in contents  # what the decryption gave back
+    # the last encryption: under the 5th nonce of the cycle (the 2nd), or the one IV
+    assert ref.encrypt(nonces[4 % 3] if aead else iv, data) in contents
+    ctx.close()
+
+
+@pytest.mark.parametrize("name", ROUNDTRIP_NAMES)
+def test_roundtrip_loop_of_every_cipher_and_aead_checks_on_the_double(double, plugin, name):
+    a = alg(name)
+    key, data = key_for(a), os.urandom(48 if a.mode == "xts" else 32)
+    ctx = plugin.open(a, key)
+    aead = a.kind == catalog.AEAD
+    nonces = (os.urandom(a.iv_size),) if aead else ()
+    iv = b"" if aead else os.urandom(a.iv_size)
+    sealed = ctx.encrypt(nonces[0] if aead else iv, data)
+    double.calls[:] = []
+    ctx.roundtrip_runner(Workload(data, iv=iv, nonces=nonces, ciphertext=sealed))(3)
+    assert len(double.calls) == 6 and len(set(double.calls)) == 1
+    ctx.close()
+
+
+def test_roundtrip_loop_with_a_bad_tag_wipes_and_says_authentication(double, plugin,
+                                                                     kept_buffers):
+    a = alg("aes-128-gcm")
+    key, nonce, data = bytes(range(16)), os.urandom(12), b"secret plaintext" * 8
+    ctx = plugin.open(a, key)
+    bad = bytearray(ctx.encrypt(nonce, data))
+    bad[-1] ^= 1
+    kept_buffers.clear()
+    run = ctx.roundtrip_runner(Workload(data, nonces=(nonce,), ciphertext=bytes(bad)))
+    with pytest.raises(AuthenticationError, match=r"\[EBADMSG\]"):
+        run(1)
+    # the plaintext is left in the encryption's source only: the double wrote it into the
+    # decryption's output before it refused the tag, and the loop wiped that
+    assert sum(data in b.read() for b in kept_buffers) == 1
+    ctx.close()

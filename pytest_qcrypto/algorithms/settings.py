@@ -207,6 +207,22 @@ def rounds_problem(rounds: object) -> str | None:
     return None
 
 
+def argument_problem(size: object, min_time: object, rounds: object,
+                     count: object = None) -> str | None:
+    """Why these are not a buffer size (bytes, 1 to :data:`MAX_SIZE`), a min-time (seconds,
+    more than 0 and at most :data:`MAX_MIN_TIME`), a round count (1 to :data:`MAX_ROUNDS`) and
+    a fixed count (None, or 1 to :data:`MAX_COUNT` iterations), or None: the limits of the
+    options.  A bug in the calling test, not a size to skip."""
+    if isinstance(size, bool) or not isinstance(size, int) or size < 1:
+        return f"size must be a whole number of bytes from 1, not {shown_value(size)}"
+    if size > MAX_SIZE:
+        shown = shown_value(size)
+        shown = shown if shown.isdigit() else f"({shown})"
+        return f"size {shown} bytes is over the limit of {MAX_SIZE} (256 MiB)"
+    return min_time_problem(min_time) or rounds_problem(rounds) or (
+        count_problem(count) if count is not None else None)
+
+
 def parse_sizes(values: Iterable[str] | None, option: str = "--qcrypto-size") -> tuple[int, ...]:
     """Buffer sizes in bytes, ascending and without repeats; the default when none given.
 

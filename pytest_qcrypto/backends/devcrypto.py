@@ -333,6 +333,31 @@ class _CipherContext(_DevcryptoContext):
 
         return run
 
+    def roundtrip_runner(self, work: Workload) -> Runner:
+        """Two CIOCCRYPT an iteration, as FreeBSD cryptotest's loop: encrypt ``work.data``,
+        decrypt ``work.ciphertext``, on two requests built once here (the base class's
+        composition calls two runners once each: 46% more time an iteration at 16 B on
+        cryptodev-linux 1.14)."""
+        s = self.live
+        ivb = _Buffer.of(work.iv) if work.iv else None
+        keep: list[Any] = [ivb]
+        legs = []
+        for decrypt, data in ((False, work.data), (True, work.ciphertext)):
+            src = _Buffer.of(data)
+            dst = _Buffer(src.size)
+            keep += [src, dst]
+            legs.append(s.crypt_request(decrypt, src, dst, iv=ivb))
+        (enc_request, enc_op), (dec_request, dec_op) = legs
+
+        def run(count: int, ioctl: Any = s.device.ioctl, enc_request: int = enc_request,
+                enc_op: Any = enc_op, dec_request: int = dec_request, dec_op: Any = dec_op,
+                keep: tuple[Any, ...] = tuple(keep)) -> None:
+            for _ in repeat(None, count):
+                ioctl(enc_request, enc_op, False)
+                ioctl(dec_request, dec_op, False)
+
+        return run
+
 
 class _AeadContext(_DevcryptoContext):
     def encrypt(self, iv: bytes, data: bytes, aad: bytes = b"") -> bytes:
@@ -383,13 +408,44 @@ class _AeadContext(_DevcryptoContext):
                 for request, op in islice(pool, count):
                     ioctl(request, op, False)
             except OSError as exc:
-                dst.wipe()
-                if exc.errno == errno.EBADMSG:
-                    raise AuthenticationError(f"the driver rejected the tag: "
-                                              f"{errno_text(exc)}") from None
-                raise
+                raise _rejected(exc, dst) from None
 
         return run
+
+    def roundtrip_runner(self, work: Workload) -> Runner:
+        """Two CIOCAUTHCRYPT an iteration: seal ``work.data`` under the next nonce of
+        ``work.nonces`` and open ``work.ciphertext`` (sealed under the first), checking its
+        tag, on requests built once here, as :meth:`runner` builds its one."""
+        s = self.live
+        aad, src = _Buffer(0), _Buffer.of(work.data)
+        dst = _Buffer(s.aead_dst_size(False, src.size))
+        nonces = [_Buffer.of(n) for n in work.nonces]
+        pool = cycle([s.aead_request(False, n, aad, src, dst) for n in nonces])
+        sealed, first = _Buffer.of(work.ciphertext), _Buffer.of(work.nonces[0])
+        opened = _Buffer(s.aead_dst_size(True, sealed.size))
+        dec_request, dec_op = s.aead_request(True, first, aad, sealed, opened)
+
+        def run(count: int, ioctl: Any = s.device.ioctl, dec_request: int = dec_request,
+                dec_op: Any = dec_op,
+                keep: tuple[Any, ...] = (aad, src, dst, nonces, sealed, first, opened)) -> None:
+            try:
+                for request, op in islice(pool, count):
+                    ioctl(request, op, False)
+                    ioctl(dec_request, dec_op, False)
+            except OSError as exc:
+                raise _rejected(exc, opened) from None
+
+        return run
+
+
+def _rejected(exc: OSError, dst: _Buffer) -> Exception:
+    """What a failed AEAD request in a timed loop raises, ``dst`` wiped first (the kernel
+    leaves unauthenticated plaintext there): :class:`AuthenticationError` for a rejected
+    tag (``EBADMSG``), else ``exc``."""
+    dst.wipe()
+    if exc.errno == errno.EBADMSG:
+        return AuthenticationError(f"the driver rejected the tag: {errno_text(exc)}")
+    return exc
 
 #: The context class of each kind of algorithm.
 _CONTEXTS: dict[Kind, type[Context]] = {

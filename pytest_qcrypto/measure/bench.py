@@ -20,14 +20,15 @@ from functools import partial
 from types import TracebackType
 from typing import Any
 
-from pytest_qcrypto.algorithms import catalog, settings
+from pytest_qcrypto.algorithms import catalog
 from pytest_qcrypto.algorithms.cases import Case  # noqa: F401 (its old home)
 from pytest_qcrypto.algorithms.catalog import Algorithm, Direction
-from pytest_qcrypto.algorithms.settings import MAX_SIZE
+from pytest_qcrypto.algorithms.settings import argument_problem  # noqa: F401 (its old home)
 from pytest_qcrypto.backends.base import Context, Unsupported, Workload
 from pytest_qcrypto.checks import known_answers
 from pytest_qcrypto.checks.known_answers import checked_roundtrip_runner  # noqa: F401 (old home)
 from pytest_qcrypto.measure import harness, jobs as multi, limits, memory, pkey_bench, reference
+from pytest_qcrypto.measure.calibration import Calibrations, key_of
 from pytest_qcrypto.measure.harness import Measurement
 from pytest_qcrypto.measure.randomness import Randomness  # noqa: F401 (its old home)
 from pytest_qcrypto.measure.registry import Selection
@@ -54,24 +55,6 @@ def direction_of(alg: Algorithm, decrypt: bool) -> Direction:
     return alg.direction(decrypt)
 
 
-def argument_problem(size: object, min_time: object, rounds: object,
-                     count: object = None) -> str | None:
-    """Why these are not a buffer size (bytes, 1 to :data:`~pytest_qcrypto.algorithms.settings.MAX_SIZE`),
-    a min-time (seconds, more than 0 and at most
-    :data:`~pytest_qcrypto.algorithms.settings.MAX_MIN_TIME`), a round count (1 to
-    :data:`~pytest_qcrypto.algorithms.settings.MAX_ROUNDS`) and a fixed count (None, or 1 to
-    :data:`~pytest_qcrypto.algorithms.settings.MAX_COUNT` iterations), or None: the limits of the
-    options.  A bug in the calling test, not a size to skip."""
-    if isinstance(size, bool) or not isinstance(size, int) or size < 1:
-        return f"size must be a whole number of bytes from 1, not {settings.shown_value(size)}"
-    if size > MAX_SIZE:
-        shown = settings.shown_value(size)
-        shown = shown if shown.isdigit() else f"({shown})"
-        return f"size {shown} bytes is over the limit of {MAX_SIZE} (256 MiB)"
-    return settings.min_time_problem(min_time) or settings.rounds_problem(rounds) or (
-        settings.count_problem(count) if count is not None else None)
-
-
 class BenchContext:
     """An open benchmark context (random key) that checks itself before it is timed.
 
@@ -81,7 +64,8 @@ class BenchContext:
     """
 
     def __init__(self, selection: Selection, alg: Algorithm, ctx: Context | None,
-                 rng: Randomness, key: bytes | None = None) -> None:
+                 rng: Randomness, key: bytes | None = None,
+                 calibrations: Calibrations | None = None) -> None:
         self.selection = selection
         self.algorithm = alg
         #: the plugin's context; None when it is opened afresh in each isolated
@@ -100,6 +84,8 @@ class BenchContext:
         self.abandoned = False
         #: set by :meth:`close`: a closed context is never measured
         self.closed = False
+        #: what this context's (or the run's) measurements showed, where calibration starts
+        self.calibrations = calibrations if calibrations is not None else Calibrations()
 
     def check(self) -> None:
         """Run the known-answer vectors of this algorithm on this plugin (once).
@@ -199,16 +185,19 @@ class BenchContext:
             return counting.counted_measurement(self, size, way, jobs, threads, timeout)
         body = partial(_measure_here, self, size, way, min_time, rounds, jobs, threads)
         if self.context is None:  # opened, measured and closed in the child
-            return isolation.run_isolated(partial(_open_and_measure, self, body), timeout,
+            m = isolation.run_isolated(partial(_open_and_measure, self, body), timeout,
                                        close=self._close_in_child)
-        if isolate or (timeout is not None and in_child(self.algorithm)):
-            return isolation.run_isolated(body, timeout)
-        try:
-            return limits.call_with_deadline(body, timeout)
-        except BaseException as exc:
-            if not isinstance(exc, Exception):  # a timeout, Ctrl-C, SIGTERM mid-call
-                self.abandoned = True
-            raise
+        elif isolate or (timeout is not None and in_child(self.algorithm)):
+            m = isolation.run_isolated(body, timeout)
+        else:
+            try:
+                m = limits.call_with_deadline(body, timeout)
+            except BaseException as exc:
+                if not isinstance(exc, Exception):  # a timeout, Ctrl-C, SIGTERM mid-call
+                    self.abandoned = True
+                raise
+        self.calibrations.learn(m, check_roundtrip)  # where later sizes start calibrating
+        return m
 
     def _close_in_child(self) -> None:
         if self.context is not None:
@@ -356,9 +345,11 @@ def _measure_here(bench: BenchContext, size: int, way: _Way, min_time: float, ro
         one_thread = threaded.one_thread_bps(timing, size or 1, each)  # a rate: bytes or ops
     elif way.count is not None:
         timing = harness.time_count(run, way.count, rounds=rounds, between=reference.reference_s)
-    else:
+    else:  # from the count that other sizes predict (measure/calibration.py)
+        start = bench.calibrations.start(key_of(typed, alg.name, direction, way.check_roundtrip),
+                                         size, min_time)
         timing = harness.time_runner(run, min_time=min_time, rounds=rounds,
-                                     between=reference.reference_s)
+                                     between=reference.reference_s, start=start)
     return measurement_of(bench, timing, direction, size, work, jobs=jobs, workers=workers,
                         threads=threads, one_thread=one_thread)
 
@@ -406,7 +397,8 @@ def open_plugin_context(selection: Selection, alg: Algorithm, key: bytes) -> Con
 
 
 def open_context(selection: Selection, algorithm: str | Algorithm,
-                 rng: Randomness | None = None, *, isolate: bool = False) -> BenchContext:
+                 rng: Randomness | None = None, *, isolate: bool = False,
+                 calibrations: Calibrations | None = None) -> BenchContext:
     """Open the benchmark context of ``algorithm`` in the selected plugin, with a random key.
 
     Raises ``Unsupported`` / ``Unavailable`` from the plugin, with its reason,
@@ -415,11 +407,13 @@ def open_context(selection: Selection, algorithm: str | Algorithm,
     ``isolate`` the plugin is not called here: the key is drawn, and each
     :meth:`BenchContext.measure` opens, checks, measures and closes the
     context in a child process (``--qcrypto-isolate``), so that a crash in the
-    plugin's ``open()`` costs one measurement.
+    plugin's ``open()`` costs one measurement.  ``calibrations``: where calibration starts
+    (:mod:`pytest_qcrypto.measure.calibration`; default: what this context measured).
     """
     alg = resolve_algorithm(algorithm)
     rng = rng or Randomness()
     key = rng.key(alg)
     if isolate:
-        return BenchContext(selection, alg, None, rng, key)
-    return BenchContext(selection, alg, open_plugin_context(selection, alg, key), rng, key)
+        return BenchContext(selection, alg, None, rng, key, calibrations)
+    return BenchContext(selection, alg, open_plugin_context(selection, alg, key), rng, key,
+                        calibrations)

@@ -6,10 +6,19 @@ a run takes at least 1/16 of ``min_time``, the count skips ahead to the power
 of two that run predicts will reach ``min_time`` (the doublings in between
 would only confirm it), so the count is still the first power of two that
 reaches ``min_time`` and calibration costs little beyond the rounds.  The last
-calibration run is the first round; the remaining rounds run with the same
-count.  Each round records wall seconds (``time.perf_counter_ns``) and process
-CPU seconds (``time.process_time_ns``); the garbage collector is off inside
-the timed loops.  The figure reported is the median round; every round is kept.
+calibration run is the first round (it lasted at least ``min_time``, at the count the
+rounds use); the remaining rounds run with the same count.  Each round records wall seconds
+(``time.perf_counter_ns``) and process CPU seconds (``time.process_time_ns``); the garbage
+collector is off inside the timed loops.  The figure reported is the median round; every
+round is kept.
+
+Calibration may start from a count other than 1 (``start``): the power of two that what the
+same algorithm and plugin showed at other sizes predicts will reach ``min_time``
+(:mod:`pytest_qcrypto.measure.calibration`), so that a later size skips most doublings.  A
+prediction that proves wrong falls back: a first run under ``min_time`` goes on doubling
+(skipping ahead) from there; one of :data:`TOO_LONG` times ``min_time`` or more is not a round,
+and the count is chosen again from its rate (the first power of two it predicts reaches
+``min_time``).
 
 A stall during the last calibration run (the machine busy elsewhere, a page
 fault storm) makes it reach ``min_time`` at a count far too small, and the
@@ -55,6 +64,9 @@ KIB = 1024
 MAX_COUNT = settings.MAX_COUNT
 #: Calibration skips ahead once a run takes at least this fraction of ``min_time``.
 SKIP_AHEAD = 1 / 16
+#: A first run at a predicted count this many times ``min_time`` or more is not kept: the
+#: first power of two that reaches ``min_time`` takes under twice it (the prediction was wrong).
+TOO_LONG = 2
 #: A timed round shorter than this fraction of ``min_time`` means a stall chose the count.
 SHORT_ROUND = 0.5
 #: How many times the count is chosen again from a short round before short rounds are kept.
@@ -231,6 +243,8 @@ class Timing:
     note: str = ""
     #: CPU seconds of the reference workload timed right after each round (empty: none)
     reference_s: tuple[float, ...] = ()
+    #: runs of the calibration whose time was thrown away (those before the first round)
+    calibration_runs: int = 0
 
 
 def timed(run: Runner, count: int, clock: Callable[[], int],
@@ -262,6 +276,14 @@ def _next_count(count: int, wall_ns: int, min_ns: float) -> int:
     return predicted_count(count, wall_ns, min_ns)
 
 
+def first_power_of_two(seconds: float, min_time: float) -> int:
+    """The first power of two of operations of ``seconds`` each that takes at least
+    ``min_time`` seconds (1 to :data:`MAX_COUNT`)."""
+    if seconds <= 0 or not math.isfinite(seconds):
+        return 1
+    return min(1 << max(0, math.ceil(math.log2(min_time / seconds))), MAX_COUNT)
+
+
 def predicted_count(count: int, wall_ns: float, min_ns: float) -> int:
     """The power of two times ``count`` that a run of ``count`` operations in ``wall_ns``
     predicts will take at least ``min_ns`` (at least twice ``count``, at most :data:`MAX_COUNT`)."""
@@ -284,9 +306,10 @@ def time_runner(run: Runner, *, min_time: float = 0.1, rounds: int = 3,
                 cpu_clock: Callable[[], int] | None = None,
                 guard: Callable[[], float] | None = None,
                 guard_limit: float | None = None,
-                between: Callable[[], float] | None = None) -> Timing:
-    """Calibrate with the doubling-count loop, then time ``rounds`` rounds (again, from a
-    round under :data:`SHORT_ROUND` of ``min_time``, up to :data:`MAX_RECALIBRATIONS` times).
+                between: Callable[[], float] | None = None, start: int = 1) -> Timing:
+    """Calibrate with the doubling-count loop from ``start`` operations, then time ``rounds``
+    rounds (again, from a round under :data:`SHORT_ROUND` of ``min_time``, up to
+    :data:`MAX_RECALIBRATIONS` times).
 
     ``run(count)`` performs ``count`` operations.  ``min_time`` is in seconds,
     ``rounds`` >= 1.  ``clock`` and ``cpu_clock`` return nanoseconds (default
@@ -298,9 +321,11 @@ def time_runner(run: Runner, *, min_time: float = 0.1, rounds: int = 3,
     at most :data:`~pytest_qcrypto.algorithms.settings.MAX_MIN_TIME` seconds, 1 to
     :data:`~pytest_qcrypto.algorithms.settings.MAX_ROUNDS` rounds).  ``between()``, when
     given, runs right after each kept round and returns seconds (the reference workload,
-    :mod:`pytest_qcrypto.measure.reference`): ``Timing.reference_s``.
+    :mod:`pytest_qcrypto.measure.reference`): ``Timing.reference_s``.  ``start`` (1 to
+    :data:`MAX_COUNT`; 1: no prediction) is the count of the first run (see the module text).
     """
-    problem = settings.min_time_problem(min_time) or settings.rounds_problem(rounds)
+    problem = settings.min_time_problem(min_time) or settings.rounds_problem(rounds) or (
+        settings.count_problem(start) or "").replace("count", "start", 1)
     if problem:
         raise ValueError(problem)
     clock = clock or time.perf_counter_ns
@@ -309,13 +334,16 @@ def time_runner(run: Runner, *, min_time: float = 0.1, rounds: int = 3,
     limit = guard_limit if guard_limit is not None else min_time * 10 + 1.0
     min_ns = min_time * 1e9
     started = guard()
-    count, timed_total = 1, 0
+    count, timed_total, runs = start, 0, 0
     while True:
         g0 = guard()
         t0, t1, cpu = timed(run, count, clock, cpu_clock)
         ran = guard() - g0
         wall = t1 - t0
-        timed_total += wall
+        timed_total, runs = timed_total + wall, runs + 1
+        if wall >= min_ns * TOO_LONG and runs == 1 < start:  # predicted far too high
+            count = first_power_of_two(wall / 1e9 / count, min_time)
+            continue
         if wall >= min_ns:
             break
         waited = guard() - started
@@ -339,7 +367,7 @@ def time_runner(run: Runner, *, min_time: float = 0.1, rounds: int = 3,
     note = short_rounds_note(walls, min_time, recalibrations) \
         if min(walls) < min_ns * SHORT_ROUND else ""
     return Timing(count, tuple(w / 1e9 for w in walls), tuple(c / 1e9 for c in cpus),
-                  recalibrations, note, tuple(refs))
+                  recalibrations, note, tuple(refs), runs - 1)
 
 
 def time_count(run: Runner, count: int, *, rounds: int = 3,

@@ -31,7 +31,7 @@ from pytest_qcrypto.gate import counted as counted_gate, verdicts as gate
 from pytest_qcrypto.measure import bench, callables, limits, pkey_bench
 from pytest_qcrypto.pytest_side import spread as spreading
 from pytest_qcrypto.backends.base import AuthenticationError, Unavailable, Unsupported
-from pytest_qcrypto.measure.bench import BenchContext, Case, Randomness
+from pytest_qcrypto.measure.bench import BenchContext, Calibrations, Case, Randomness
 from pytest_qcrypto.measure.harness import Measurement, TimerError
 from pytest_qcrypto.measure.isolate import IsolatedError
 from pytest_qcrypto.measure.counting import CountingError
@@ -61,8 +61,7 @@ def _abandoned(who: str, exc: limits.CallTimeout) -> str:
     return f"{who}: {exc}; the context was abandoned"
 
 
-#: Called with each kept measurement (the best try of a cell) and its verdict (None when
-#: the regression gate is off).
+#: Called with each kept measurement (the best try of a cell) and its verdict (None: no gate).
 Recorder = Callable[[Measurement, "gate.Verdict | None"], None]
 #: What a measurement is judged against (the regression gate's pytest side gives it).
 CriteriaOf = Callable[[Measurement], gate.Criteria]
@@ -254,8 +253,10 @@ class QcryptoFixture:
                  interrupted: Callable[[], bool] = lambda: False, *,
                  criteria: CriteriaOf | None = None, meter: WaitMeter | None = None,
                  targets: Any = None, asked: Callable[[], list[Any]] | None = None,
-                 spread: Spreader | None = None) -> None:
-        self._spread, self._registry = spread, registry
+                 spread: Spreader | None = None,
+                 calibrations: Calibrations | None = None) -> None:
+        #: where calibration starts (the run's; None: each context's own)
+        self._spread, self._registry, self._calibrations = spread, registry, calibrations
         #: the crypto plugins the run chose (None: any): a size-less cell's checks cross with
         #: these and the reference plugin only (``registry.peers_of``)
         self._asked = asked
@@ -301,11 +302,10 @@ class QcryptoFixture:
             pytest.skip(f"{plugin}: unavailable: {why}")
         if pkey_bench.listed_as(alg) not in registry.supported(selection.plugin):
             pytest.skip(registry.not_supported(selection.plugin, plugin, alg.name))
-        isolate = self.options.isolate  # then opened in each measurement's child process
-        try:
-            ctx = limits.call_with_deadline(
-                lambda: bench.open_context(selection, alg, self._rng, isolate=isolate),
-                self.options.timeout)
+        try:  # isolated: opened in each measurement's child process
+            ctx = limits.call_with_deadline(lambda: bench.open_context(
+                selection, alg, self._rng, isolate=self.options.isolate,
+                calibrations=self._calibrations), self.options.timeout)
         except limits.MeasurementTimeout as exc:
             fail(f"timed out after {exc.seconds:g} s in {plugin} {alg.name} opening a context")
         except Exception as exc:  # a plugin bug fails this item, the run goes on

@@ -25,7 +25,7 @@ from pytest_qcrypto.gate import verdicts as gate
 from pytest_qcrypto.measure import cost_model, jobs, machine, pkey_bench
 from pytest_qcrypto.pytest_side import counting as counting_side
 from pytest_qcrypto.pytest_side import matrix, options, progress, targets as remote_targets
-from pytest_qcrypto.measure.bench import Case, Randomness
+from pytest_qcrypto.measure.bench import Calibrations, Case, Randomness
 from pytest_qcrypto.pytest_side.gate import (GATE_KEY, GateOptions, GatePlugin, PluginNames,
                                              has_floor_marker, read_options, wanted)
 from pytest_qcrypto.measure.harness import Measurement
@@ -196,6 +196,10 @@ class RunSettings:
     @cached_property
     def rng(self) -> Randomness:
         return Randomness(self.settings.seed)
+
+    @cached_property
+    def calibrations(self) -> Calibrations:  # what calibration starts from (other sizes)
+        return Calibrations()
 
     @cached_property
     def selections(self) -> list[Selection]:
@@ -418,4 +422,4 @@ class QcryptoRun(RunSettings):
             options, interrupted=lambda: interrupts.seen is not None,
             criteria=criteria, meter=self.meter, targets=self.targets,
             asked=lambda: [s.plugin for s in self.selections],  # the checks' peers
-            spread=spreading.spreader(cells, item))
+            spread=spreading.spreader(cells, item), calibrations=self.calibrations)
