@@ -12,11 +12,11 @@ import re
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 
-from pytest_qcrypto.algorithms import catalog
+from pytest_qcrypto.algorithms import catalog, size_grids
 from pytest_qcrypto.algorithms.catalog import Algorithm
 
-#: qcrypto's default buffer sizes, bytes.
-DEFAULT_SIZES = (16, 64, 256, 1024, 4096, 8192, 32768)
+#: qcrypto's default buffer sizes, bytes: the ``qnx`` grid (:mod:`.size_grids`).
+DEFAULT_SIZES = size_grids.GRIDS["qnx"].sizes
 #: qcrypto accepts at most this many -P plugins.
 MAX_PLUGINS = 10
 #: The largest buffer size accepted (bytes): 256 MiB, so that a typo cannot exhaust memory.
@@ -210,8 +210,10 @@ def rounds_problem(rounds: object) -> str | None:
 def parse_sizes(values: Iterable[str] | None, option: str = "--qcrypto-size") -> tuple[int, ...]:
     """Buffer sizes in bytes, ascending and without repeats; the default when none given.
 
-    Sizes are ASCII digits 0-9 (no unit suffix), separated by single commas or given
-    again; an empty element (``16,,32``) or a list that is empty (``""``) is an error.
+    Sizes are ASCII digits 0-9 (no unit suffix) or the name of a grid
+    (:data:`~pytest_qcrypto.algorithms.size_grids.GRIDS`: ``openssl``, ``tls``...),
+    separated by single commas or given again; an empty element (``16,,32``) or a list
+    that is empty (``""``) is an error.
     """
     texts = [str(v) for v in values or ()]
     if texts and not any(t.strip() for t in texts):
@@ -220,10 +222,12 @@ def parse_sizes(values: Iterable[str] | None, option: str = "--qcrypto-size") ->
                             f"{','.join(map(str, DEFAULT_SIZES))}")
     check_elements(texts, option, "sizes", "16,64")
     sizes = {whole_number(
-        text, option, 1, MAX_SIZE, noun="a whole number of bytes",
+        text, option, 1, MAX_SIZE, not_whole=lambda v: (
+            f"{option}: {v} is not a whole number of bytes (only the ASCII digits 0-9) nor a "
+            f"named grid: {size_grids.choices()}"),
         too_low=lambda v: f"{option}: buffer size must be at least 1 byte, not {v}",
         too_high=lambda v: f"{option}: {v} bytes is over the limit of {MAX_SIZE} (256 MiB)")
-        for text in split_list(texts)}
+        for text in split_list(size_grids.expanded(texts))}
     return tuple(sorted(sizes)) or DEFAULT_SIZES
 
 
@@ -356,7 +360,12 @@ class Settings:
 
     ``count``: a fixed number of iterations per round instead of calibrating (None:
     calibrate); ``roundtrip``: ciphers and AEADs time one encryption and one decryption per
-    iteration; ``check_roundtrip``: each such iteration also checks its result.
+    iteration; ``check_roundtrip``: each such iteration also checks its result; ``aad``:
+    the AAD bytes every AEAD authenticates beside each buffer (13 under the ``tls`` grid);
+    ``quick``: ``--qcrypto-quick``, one short round a cell (never saved); ``clock``: the
+    clock of the tables' figures, ``wall`` or ``cpu`` (``--qcrypto-clock``); ``misalign``: every
+    buffer that many bytes past a 64-byte boundary (``--qcrypto-misalign``; None: anywhere);
+    ``update_size``: a digest's or MAC's bytes per ``update()`` (None: the buffer at once).
     """
 
     algorithms: tuple[Algorithm, ...] = ()
@@ -369,6 +378,11 @@ class Settings:
     count: int | None = None
     roundtrip: bool = False
     check_roundtrip: bool = False
+    aad: int = 0
+    quick: bool = False
+    clock: str = "wall"
+    misalign: int | None = None
+    update_size: int | None = None
 
 
 def unused_direction(s: Settings) -> list[str]:

@@ -143,6 +143,9 @@ class Measurement:
     #: seconds its rounds spanned when they were taken in turn with the other cells of the
     #: run (:mod:`pytest_qcrypto.measure.spread`); 0.0: taken back to back
     spread_s: float = field(default=0.0, compare=False)
+    #: ``--qcrypto-unit=cpb``: the cycles per second its figures convert with (a saved
+    #: file's :class:`pytest_qcrypto.measure.cycles.CycleRate`); None: this machine's
+    cycle_rate: Any = field(default=None, compare=False)
 
     @property
     def operations(self) -> int:

@@ -21,11 +21,11 @@ from typing import Any
 
 import pytest
 
-from pytest_qcrypto.algorithms import catalog, settings
+from pytest_qcrypto.algorithms import catalog, settings, size_grids
 from pytest_qcrypto.gate import verdicts as gate
 from pytest_qcrypto.measure import cost_model, jobs, machine, pkey_bench
 from pytest_qcrypto.pytest_side import counting as counting_side
-from pytest_qcrypto.pytest_side import matrix, options, progress, targets as remote_targets
+from pytest_qcrypto.pytest_side import matrix, options, progress, quoting, targets as remote_targets
 from pytest_qcrypto.measure.bench import Case, Randomness
 from pytest_qcrypto.pytest_side.gate import (GATE_KEY, GateOptions, GatePlugin, PluginNames,
                                              has_floor_marker, read_options, wanted)
@@ -121,7 +121,8 @@ class RunSettings:
                                 "--qcrypto-kdf: no algorithm name given")
         sizes_given, where = self._ini_or_option("qcrypto_size", "qcrypto_sizes")
         sizes = settings.parse_sizes(sizes_given, where)
-        if not opt("qcrypto_skip_unsuited_sizes"):
+        grids = size_grids.named(sizes_given)  # a size a grid's algorithm cannot take: skipped
+        if not opt("qcrypto_skip_unsuited_sizes") and not grids:
             settings.check_sizes(algorithms, sizes, where)
         plugins, where = self._ini_or_option("qcrypto_plugin", "qcrypto_plugins")
         settings.check_elements([str(p) for p in plugins or ()], where, "plugin names",
@@ -136,7 +137,7 @@ class RunSettings:
         count, count_where = self._ini_or_option("qcrypto_count", "qcrypto_count")
         roundtrip, check_roundtrip = opt("qcrypto_roundtrip"), opt("qcrypto_check_roundtrip")
         settings.check_directions(opt("qcrypto_decrypt"), roundtrip, check_roundtrip)
-        return Settings(
+        return quoting.read(self.config, Settings(  # --qcrypto-quick: one short round
             algorithms=tuple(algorithms), plugins=tuple(plugins), sizes=sizes,
             min_time=(settings.parse_min_time(min_time, min_time_where) if min_time is not None
                       else settings.DEFAULT_MIN_TIME),
@@ -144,7 +145,8 @@ class RunSettings:
                     else settings.DEFAULT_ROUNDS),
             decrypt=bool(opt("qcrypto_decrypt")), seed=seed,
             count=settings.parse_count(count, count_where) if count is not None else None,
-            roundtrip=bool(roundtrip), check_roundtrip=bool(check_roundtrip))
+            roundtrip=bool(roundtrip), check_roundtrip=bool(check_roundtrip),
+            aad=size_grids.aad_of(sizes_given)))
 
     @cached_property
     def registry(self) -> Registry:
@@ -300,7 +302,7 @@ class QcryptoRun(RunSettings):
         return ({"min_time_s": s.min_time, "rounds": s.rounds,
                  **({"count": s.count} if s.count is not None else {}),
                  **({"spread": asdict(sp.spread)} if sp and sp.all else {}),  # cells in turn
-                 **self.counting.settings()},
+                 **self.counting.settings(), **quoting.saved(self.output.unit, s)},
                 state.as_dict() if state is not None else None)
 
     def pytest_collection_modifyitems(self, items: list[pytest.Item]) -> None:
@@ -353,7 +355,8 @@ class QcryptoRun(RunSettings):
 
     def pytest_terminal_summary(self, terminalreporter: Any) -> None:
         gate = self.gate
-        gate_lines = (settings.unused_direction(self.settings) if self.requested else []) + (
+        gate_lines = quoting.notes(self.settings, self.requested, self.ledger.measurements) + \
+            quoting.cycles_lines(self.output.unit, self.ledger.measurements) + (
             gate.summary_lines() if gate else [])
         output = self.output
         unwritten = [*output.plots, *([output.path] if output.path else [])]
@@ -371,7 +374,7 @@ class QcryptoRun(RunSettings):
         # the tables in the chosen format, each with its change against the baseline;
         # also the step summary and the plot, which, if they cannot be written, fail
         # the run as a failed --qcrypto-save does
-        problems = write_summary(terminalreporter, self.tables(), output, verbose,
+        problems = write_summary(terminalreporter, quoting.clocked(self.tables(), self.settings.clock), output, verbose,
                                  after_table=gate.after_table if gate else None,
                                  baseline=baseline_tables(gate.options.baseline if gate else None),
                                  plotter=PLOTTER,
@@ -404,8 +407,8 @@ class QcryptoRun(RunSettings):
             self.machine_state = machine.capture()
         timeout, isolate = self.time_limits
         options = MeasureOptions(s.min_time, s.rounds, self.jobs, self.counting.limit(timeout),
-                                 isolate, s.count,
-                                 s.check_roundtrip, self.threads, self.counting.measure)
+                                 isolate, s.count, s.check_roundtrip, self.threads, self.counting.measure,
+                                 aad=s.aad, misalign=s.misalign, update_size=s.update_size)
         interrupts = self._guard().interrupts
         gate = self.gate
         criteria = (lambda m: gate.criteria(m, item)) if gate is not None else None
