@@ -225,7 +225,8 @@ OPTION_CASES = [
     ("--qcrypto-min-time", BIG, f"--qcrypto-min-time: {BIG[:40]!r}... (5000 characters) is not "
                                 "a number of seconds"),
     ("--qcrypto-size", "\u0661\u0666", "--qcrypto-size: '\u0661\u0666' is not a whole number "
-                                       "of bytes (only the ASCII digits 0-9)"),
+                                       "of bytes (only the ASCII digits 0-9) nor a named grid: "
+                                       "qnx, openssl, tls or supercop"),
 ]
 
 

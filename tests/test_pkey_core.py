@@ -56,7 +56,7 @@ def test_unknown_pkey_is_a_usage_error_naming_the_valid_choices(pytester):
     assert ("--qcrypto-pkey: unknown public-key algorithm 'ed2551'; did you mean ed25519, "
             "x25519, ecdh-p256? Valid public-key algorithms: rsa2048, rsa3072, rsa4096, "
             "rsa2048-pkcs1, ecdsa-p256, ecdsa-p384, ed25519, ed448, ml-dsa-44, ml-dsa-65, "
-            "ml-dsa-87, x25519, x448, ecdh-p256, ml-kem-768, ml-kem-1024, rsa2048-oaep, or all")\
+            "ml-dsa-87, x25519, x448, ecdh-p256, ml-kem-512, ml-kem-768, ml-kem-1024, rsa2048-oaep, or all")\
         in err, err
     assert "Traceback" not in err
 

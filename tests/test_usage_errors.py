@@ -124,7 +124,8 @@ BOOL_WORDS = "write true, yes, on, 1, y or t for true, false, no, off, 0, n or f
      "qcrypto_rounds in tox.ini: 'x' is not a whole number (only the ASCII digits 0-9)"),
     ("qcrypto_rounds = 0", "qcrypto_rounds in tox.ini: must be from 1 to 1000, not 0"),
     ("qcrypto_sizes = 16 abc", "qcrypto_sizes in tox.ini: 'abc' is not a whole number of bytes "
-                               "(only the ASCII digits 0-9)"),
+                               "(only the ASCII digits 0-9) nor a named grid: qnx, openssl, "
+                               "tls or supercop"),
     ("qcrypto_sizes = 16,,32", "qcrypto_sizes in tox.ini: '16,,32' has an empty element; "
                                "separate sizes with single commas, e.g. 16,64"),
     ("qcrypto_sizes = 12", "qcrypto_sizes in tox.ini: des-ede3-cbc is a 64-bit block cipher in "
@@ -200,11 +201,14 @@ def test_an_ini_value_from_dash_o_says_so(pytester, override, message):
                               "e.g. 16,64, or leave it out for the default "
                               "16,64,256,1024,4096,8192,32768"),
     (("--qcrypto-size", "\u0661\u0666"),  # Arabic-Indic 16, which int() takes
-     "--qcrypto-size: '\u0661\u0666' is not a whole number of bytes (only the ASCII digits 0-9)"),
+     "--qcrypto-size: '\u0661\u0666' is not a whole number of bytes (only the ASCII digits 0-9)"
+     " nor a named grid: qnx, openssl, tls or supercop"),
     (("--qcrypto-size", "1_024"),
-     "--qcrypto-size: '1_024' is not a whole number of bytes (only the ASCII digits 0-9)"),
+     "--qcrypto-size: '1_024' is not a whole number of bytes (only the ASCII digits 0-9)"
+     " nor a named grid: qnx, openssl, tls or supercop"),
     (("--qcrypto-size", "16k"),
-     "--qcrypto-size: '16k' is not a whole number of bytes (only the ASCII digits 0-9)"),
+     "--qcrypto-size: '16k' is not a whole number of bytes (only the ASCII digits 0-9)"
+     " nor a named grid: qnx, openssl, tls or supercop"),
     (("--qcrypto-rounds", "\u0663"),
      "--qcrypto-rounds: '\u0663' is not a whole number (only the ASCII digits 0-9)"),
     (("--qcrypto-rounds", ""), "--qcrypto-rounds: '' is not a whole number (only the ASCII "

@@ -35,6 +35,7 @@ _CHOICES = {
     "--qcrypto-unit": lambda render: list(render.UNITS),
     "--qcrypto-format": lambda render: list(render.LAYOUTS),
     "--qcrypto-plot": lambda render: [f"PATH ending {s}" for s in render.PLOT_SUFFIXES],
+    "--qcrypto-clock": lambda render: ["wall", "cpu"],
 }
 
 #: The default as the help text states it: "(default 0.1)", "Default: KiB/s.",

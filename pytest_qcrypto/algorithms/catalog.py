@@ -308,7 +308,7 @@ ALGORITHMS: tuple[Algorithm, ...] = (
     Algorithm("x448", KEX, (), family="xdh", bits=448, curve="x448"),
     Algorithm("ecdh-p256", KEX, ("ecdh-secp256r1", "ecdh-prime256v1", "ecdhp256"),
               family="ecdh", bits=256, curve="secp256r1"),
-    _ml("kem", 768, KEM), _ml("kem", 1024, KEM),
+    _ml("kem", 512, KEM), _ml("kem", 768, KEM), _ml("kem", 1024, KEM),
     _rsa(2048, "oaep"),
     # KDFs and password hashes: RFC 8018 (PBKDF2), RFC 7914 (scrypt), RFC 9106 (Argon2id,
     # its second recommended parameters), Provos and Mazieres 1999 (bcrypt), RFC 5869 (HKDF).

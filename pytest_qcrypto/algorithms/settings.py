@@ -12,11 +12,11 @@ import re
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 
-from pytest_qcrypto.algorithms import catalog
+from pytest_qcrypto.algorithms import catalog, size_grids
 from pytest_qcrypto.algorithms.catalog import Algorithm
 
-#: qcrypto's default buffer sizes, bytes.
-DEFAULT_SIZES = (16, 64, 256, 1024, 4096, 8192, 32768)
+#: qcrypto's default buffer sizes, bytes: the ``qnx`` grid (:mod:`.size_grids`).
+DEFAULT_SIZES = size_grids.GRIDS["qnx"].sizes
 #: qcrypto accepts at most this many -P plugins.
 MAX_PLUGINS = 10
 #: The largest buffer size accepted (bytes): 256 MiB, so that a typo cannot exhaust memory.
@@ -226,8 +226,10 @@ def argument_problem(size: object, min_time: object, rounds: object,
 def parse_sizes(values: Iterable[str] | None, option: str = "--qcrypto-size") -> tuple[int, ...]:
     """Buffer sizes in bytes, ascending and without repeats; the default when none given.
 
-    Sizes are ASCII digits 0-9 (no unit suffix), separated by single commas or given
-    again; an empty element (``16,,32``) or a list that is empty (``""``) is an error.
+    Sizes are ASCII digits 0-9 (no unit suffix) or the name of a grid
+    (:data:`~pytest_qcrypto.algorithms.size_grids.GRIDS`: ``openssl``, ``tls``...),
+    separated by single commas or given again; an empty element (``16,,32``) or a list
+    that is empty (``""``) is an error.
     """
     texts = [str(v) for v in values or ()]
     if texts and not any(t.strip() for t in texts):
@@ -236,10 +238,12 @@ def parse_sizes(values: Iterable[str] | None, option: str = "--qcrypto-size") ->
                             f"{','.join(map(str, DEFAULT_SIZES))}")
     check_elements(texts, option, "sizes", "16,64")
     sizes = {whole_number(
-        text, option, 1, MAX_SIZE, noun="a whole number of bytes",
+        text, option, 1, MAX_SIZE, not_whole=lambda v: (
+            f"{option}: {v} is not a whole number of bytes (only the ASCII digits 0-9) nor a "
+            f"named grid: {size_grids.choices()}"),
         too_low=lambda v: f"{option}: buffer size must be at least 1 byte, not {v}",
         too_high=lambda v: f"{option}: {v} bytes is over the limit of {MAX_SIZE} (256 MiB)")
-        for text in split_list(texts)}
+        for text in split_list(size_grids.expanded(texts))}
     return tuple(sorted(sizes)) or DEFAULT_SIZES
 
 
@@ -372,7 +376,12 @@ class Settings:
 
     ``count``: a fixed number of iterations per round instead of calibrating (None:
     calibrate); ``roundtrip``: ciphers and AEADs time one encryption and one decryption per
-    iteration; ``check_roundtrip``: each such iteration also checks its result.
+    iteration; ``check_roundtrip``: each such iteration also checks its result; ``aad``:
+    the AAD bytes every AEAD authenticates beside each buffer (13 under the ``tls`` grid);
+    ``quick``: ``--qcrypto-quick``, one short round a cell (never saved); ``clock``: the
+    clock of the tables' figures, ``wall`` or ``cpu`` (``--qcrypto-clock``); ``misalign``: every
+    buffer that many bytes past a 64-byte boundary (``--qcrypto-misalign``; None: anywhere);
+    ``update_size``: a digest's or MAC's bytes per ``update()`` (None: the buffer at once).
     """
 
     algorithms: tuple[Algorithm, ...] = ()
@@ -385,37 +394,8 @@ class Settings:
     count: int | None = None
     roundtrip: bool = False
     check_roundtrip: bool = False
-
-
-def _kinds_of(algorithms: Sequence[Algorithm]) -> str:
-    """``digests and signatures``, ``KDFs``: the kinds of ``algorithms`` in the plural, in order."""
-    words = list(dict.fromkeys(a.rules.word + ("" if a.rules.word.endswith("encryption")
-                                                else "s") for a in algorithms))
-    return " and ".join(words) if len(words) < 3 else f"{', '.join(words[:-1])} and {words[-1]}"
-
-
-def unused_options(s: Settings, size_given: bool = False, unit: str | None = None) -> list[str]:
-    """A note for each option that had no effect on what was measured, naming the kinds:
-    ``--qcrypto-decrypt`` or ``--qcrypto-roundtrip`` where no algorithm with a buffer size
-    has that direction (the kinds without a size measure each of their operations anyway);
-    ``--qcrypto-size`` (``size_given``: from the command line or the ini file) where no
-    algorithm has a buffer size; ``--qcrypto-unit`` (``unit``: as given, None when not)
-    where a kind's tables are in ops/s whatever it says."""
-    algs = s.algorithms
-    notes = []
-    if (s.decrypt or s.roundtrip) and not any(a.rules.sized and a.can_decrypt for a in algs):
-        which = [a for a in algs if not (a.rules.sized and a.can_decrypt)]
-        if s.roundtrip:
-            notes.append(f"qcrypto: --qcrypto-roundtrip had no effect: {_kinds_of(which)} have "
-                         "no round trip (it times ciphers and AEADs encrypting then decrypting)")
-        else:
-            notes.append(f"qcrypto: --qcrypto-decrypt had no effect: {_kinds_of(which)} have no "
-                         "decrypt direction (it times ciphers and AEADs decrypting)")
-    sizeless = [a for a in algs if not a.rules.sized]
-    if size_given and algs and len(sizeless) == len(algs):
-        notes.append(f"qcrypto: --qcrypto-size had no effect: {_kinds_of(sizeless)} have no "
-                     "buffer size (one cell per operation)")
-    if unit is not None and unit != "ops/s" and sizeless:
-        notes.append(f"qcrypto: --qcrypto-unit={unit} had no effect on the tables of "
-                     f"{_kinds_of(sizeless)}: they are in operations per second (ops/s)")
-    return notes
+    aad: int = 0
+    quick: bool = False
+    clock: str = "wall"
+    misalign: int | None = None
+    update_size: int | None = None

@@ -16,6 +16,7 @@ from itertools import repeat
 
 from pytest_qcrypto.algorithms import catalog
 from pytest_qcrypto.algorithms.catalog import Algorithm
+from pytest_qcrypto.backends import aligned
 
 #: Runs ``count`` operations back to back; the only code inside the timed window.
 Runner = Callable[[int], None]
@@ -39,7 +40,8 @@ class Workload:
 
     ``data`` is the plaintext buffer (``size`` bytes).  ``iv`` is the cipher IV
     (empty for ECB and digests).  AEADs take one nonce per operation from
-    ``nonces`` (cycled) and an empty AAD.  When ``decrypt`` is true,
+    ``nonces`` (cycled) and ``aad`` (empty unless a grid asks for one: 13 bytes under
+    ``--qcrypto-size=tls``, as ``openssl speed -aead``).  When ``decrypt`` is true,
     ``ciphertext`` is what the loop decrypts: for ciphers ``data`` encrypted
     under ``iv``, for AEADs ``data`` sealed under ``nonces[0]`` (ciphertext
     followed by the tag), and every operation uses ``nonces[0]``.  A round trip
@@ -56,11 +58,33 @@ class Workload:
     #: is the 32-byte message (signatures, RSA encryption) or the 16-byte password and ``iv``
     #: the 16-byte salt (KDFs), and the other fields are empty
     operation: str = ""
+    #: the AAD every AEAD operation authenticates (sealed into ``ciphertext`` too); only
+    #: given to a context whose :attr:`Context.takes_aad` is true
+    aad: bytes = b""
+    #: ``--qcrypto-misalign=N``: ``data`` and ``ciphertext`` start N bytes past a 64-byte
+    #: boundary (:mod:`.aligned`), and so must the outputs (:meth:`output`); None: anywhere.
+    #: Only given to a context whose :attr:`Context.places_buffers` is true.
+    misalign: int | None = None
+    #: ``--qcrypto-update-size=N`` (digests and MACs): ``data`` is fed in N-byte ``update()``
+    #: calls, the last one shorter (:meth:`pieces`); None: one ``update()``.  Only given to a
+    #: context whose :attr:`Context.feeds_pieces` is true.
+    update_size: int | None = None
+
+    def pieces(self) -> list[memoryview]:
+        """``data`` cut in :attr:`update_size`-byte slices (views, no copy; one slice when
+        None), in order."""
+        view, step = memoryview(self.data), self.update_size or len(self.data) or 1
+        return [view[i:i + step] for i in range(0, len(view), step)]
 
     @property
     def size(self) -> int:
         """Buffer size in bytes."""
         return len(self.data)
+
+    def output(self, n: int) -> bytearray | memoryview:
+        """A writable ``n``-byte output buffer for the timed loop, placed as :attr:`misalign`
+        asks (a plain ``bytearray`` when it is None)."""
+        return bytearray(n) if self.misalign is None else aligned.placed(n, self.misalign)
 
 
 class Context:
@@ -93,6 +117,17 @@ class Context:
 
     driver: str | None = None
     hardware: bool | None = None
+    #: whether :meth:`runner` authenticates :attr:`Workload.aad` (an AEAD whose timed loop
+    #: passes it); a context without it is skipped under a grid that gives an AAD
+    takes_aad: bool = False
+    #: whether :meth:`runner` times the buffers where :attr:`Workload.misalign` put them: its
+    #: input as given (not copied) and its outputs from :meth:`Workload.output`; a context
+    #: without it is skipped under ``--qcrypto-misalign``
+    places_buffers: bool = False
+    #: whether :meth:`runner` feeds a digest or MAC in :meth:`Workload.pieces` when
+    #: :attr:`Workload.update_size` is set (:func:`piecewise_runner`); a context without it
+    #: is skipped under ``--qcrypto-update-size``
+    feeds_pieces: bool = False
 
     def __init__(self, algorithm: Algorithm, key: bytes) -> None:
         self.algorithm = algorithm
@@ -202,6 +237,24 @@ class Context:
 
     def close(self) -> None:
         """Release what the context holds (a session, a socket).  Safe to call twice."""
+
+
+def piecewise_runner(new: Callable[[], object], work: Workload, finish: str = "digest") -> Runner:
+    """The timed loop of a digest or MAC fed in pieces (``--qcrypto-update-size``, as the
+    kernel's tcrypt varies the bytes per update): per operation, a fresh state from ``new()``,
+    one ``update()`` per slice of :meth:`Workload.pieces`, then its ``finish`` method
+    (``digest``, ``finalize``)."""
+    pieces = work.pieces()
+
+    def run(count: int) -> None:
+        for _ in repeat(None, count):
+            state: object = new()
+            update = state.update  # type: ignore[attr-defined]
+            for piece in pieces:
+                update(piece)
+            getattr(state, finish)()
+
+    return run
 
 
 def call_loop(call: Callable[..., object], *args: object) -> Runner:

@@ -42,6 +42,7 @@ from pytest_qcrypto.backends.base import (
     Unsupported,
     Workload,
     call_loop,
+    piecewise_runner,
 )
 from pytest_qcrypto.algorithms.catalog import Algorithm, Kind
 
@@ -139,6 +140,9 @@ class HashlibPlugin(CryptoPlugin):
 
 
 class _DigestContext(Context):
+    places_buffers = True  # --qcrypto-misalign: input as given, outputs by work.output()
+    feeds_pieces = True  # --qcrypto-update-size: runner() feeds work.pieces()
+
     def __init__(self, algorithm: Algorithm, key: bytes) -> None:
         super().__init__(algorithm, key)
         self._pristine = hashlib.new(_hashlib_name(algorithm.name))
@@ -149,6 +153,9 @@ class _DigestContext(Context):
         return h.digest()
 
     def runner(self, work: Workload) -> Runner:
+        if work.update_size:
+            return piecewise_runner(self._pristine.copy, work)
+
         def run(count: int, copy: Any = self._pristine.copy, buf: bytes = work.data) -> None:
             for _ in repeat(None, count):
                 h = copy()
@@ -159,6 +166,9 @@ class _DigestContext(Context):
 
 
 class _HmacContext(Context):
+    places_buffers = True  # --qcrypto-misalign: input as given, outputs by work.output()
+    feeds_pieces = True  # --qcrypto-update-size: runner() feeds work.pieces()
+
     def __init__(self, algorithm: Algorithm, key: bytes) -> None:
         super().__init__(algorithm, key)
         self._pristine = hmac.new(key, digestmod=_hashlib_name(algorithm.family))
@@ -169,6 +179,9 @@ class _HmacContext(Context):
         return m.digest()
 
     def runner(self, work: Workload) -> Runner:
+        if work.update_size:
+            return piecewise_runner(self._pristine.copy, work)
+
         def run(count: int, copy: Any = self._pristine.copy, buf: bytes = work.data) -> None:
             for _ in repeat(None, count):
                 m = copy()

@@ -36,6 +36,7 @@ version really used is what :meth:`OpenSSLPlugin.version` reports.
 
 from __future__ import annotations
 
+from functools import partial
 from itertools import cycle, islice, repeat
 from typing import Any
 
@@ -48,6 +49,7 @@ from pytest_qcrypto.backends.base import (
     Unavailable,
     Unsupported,
     Workload,
+    piecewise_runner,
 )
 from pytest_qcrypto.algorithms.catalog import Algorithm, Kind
 
@@ -205,6 +207,9 @@ class OpenSSLPlugin(CryptoPlugin):
 
 
 class _DigestContext(Context):
+    places_buffers = True  # --qcrypto-misalign: input as given, outputs by work.output()
+    feeds_pieces = True  # --qcrypto-update-size: runner() feeds work.pieces()
+
     def __init__(self, algorithm: Algorithm, key: bytes) -> None:
         from cryptography.hazmat.primitives import hashes
 
@@ -217,6 +222,9 @@ class _DigestContext(Context):
         return h.finalize()
 
     def runner(self, work: Workload) -> Runner:
+        if work.update_size:
+            return piecewise_runner(self._pristine.copy, work, "finalize")
+
         def run(count: int, copy: Any = self._pristine.copy, buf: bytes = work.data) -> None:
             for _ in repeat(None, count):
                 h = copy()
@@ -227,6 +235,8 @@ class _DigestContext(Context):
 
 
 class _CipherContext(Context):
+    places_buffers = True  # --qcrypto-misalign: input as given, outputs by work.output()
+
     def _context(self, iv: bytes, decrypt: bool) -> Any:
         from cryptography.hazmat.primitives.ciphers import Cipher
 
@@ -244,10 +254,10 @@ class _CipherContext(Context):
     def runner(self, work: Workload) -> Runner:
         ctx = self._context(work.iv, work.decrypt)
         buf = work.ciphertext if work.decrypt else work.data
-        out = bytearray(len(buf) + self.algorithm.block_size)
+        out = work.output(len(buf) + self.algorithm.block_size)
 
         def run(count: int, update_into: Any = ctx.update_into, buf: bytes = buf,
-                out: bytearray = out) -> None:
+                out: Any = out) -> None:
             for _ in repeat(None, count):
                 update_into(buf, out)
 
@@ -256,6 +266,9 @@ class _CipherContext(Context):
 
 class _MacContext(Context):
     """HMAC or CMAC: a keyed pristine object, copied per operation; Poly1305: one call."""
+
+    places_buffers = True  # --qcrypto-misalign: input as given, outputs by work.output()
+    feeds_pieces = True  # --qcrypto-update-size: runner() feeds work.pieces()
 
     def __init__(self, algorithm: Algorithm, key: bytes) -> None:
         super().__init__(algorithm, key)
@@ -283,6 +296,11 @@ class _MacContext(Context):
         return m.finalize()
 
     def runner(self, work: Workload) -> Runner:
+        if work.update_size:  # Poly1305: a fresh one-key object, fed piece by piece
+            from cryptography.hazmat.primitives.poly1305 import Poly1305
+
+            new = self._pristine.copy if self._pristine is not None else partial(Poly1305, self.key)
+            return piecewise_runner(new, work, "finalize")
         if self._pristine is None:
             def run_poly(count: int, tag: Any = self._tag, key: bytes = self.key,
                          buf: bytes = work.data) -> None:
@@ -301,6 +319,9 @@ class _MacContext(Context):
 
 
 class _AeadContext(Context):
+    places_buffers = True  # --qcrypto-misalign: input as given, outputs by work.output()
+    takes_aad = True  # the timed loops pass work.aad (None when empty, as before)
+
     def __init__(self, algorithm: Algorithm, key: bytes) -> None:
         from cryptography.hazmat.primitives.ciphers.aead import AESGCM, ChaCha20Poly1305
 
@@ -321,41 +342,45 @@ class _AeadContext(Context):
     def runner(self, work: Workload) -> Runner:
         if not hasattr(self._aead, "encrypt_into"):
             return self._allocating_runner(work)
-        tag = self.algorithm.tag_size
+        tag, aad = self.algorithm.tag_size, work.aad or None
         if work.decrypt:
-            out = bytearray(len(work.ciphertext) - tag)
+            out = work.output(len(work.ciphertext) - tag)
 
             def run_decrypt(count: int, decrypt_into: Any = self._aead.decrypt_into,
                             nonce: bytes = work.nonces[0], buf: bytes = work.ciphertext,
-                            out: bytearray = out) -> None:
+                            out: Any = out, aad: bytes | None = aad) -> None:
                 for _ in repeat(None, count):
-                    decrypt_into(nonce, buf, None, out)
+                    decrypt_into(nonce, buf, aad, out)
 
             return run_decrypt
-        out = bytearray(len(work.data) + tag)
+        out = work.output(len(work.data) + tag)
         nonces = cycle(work.nonces)
 
         def run(count: int, encrypt_into: Any = self._aead.encrypt_into,
-                buf: bytes = work.data, out: bytearray = out) -> None:
+                buf: bytes = work.data, out: Any = out,
+                aad: bytes | None = aad) -> None:
             for nonce in islice(nonces, count):
-                encrypt_into(nonce, buf, None, out)
+                encrypt_into(nonce, buf, aad, out)
 
         return run
 
     def _allocating_runner(self, work: Workload) -> Runner:
         """cryptography before 47: ``encrypt`` / ``decrypt``, a new bytes object per message."""
+        aad = work.aad or None
         if work.decrypt:
             def run_decrypt(count: int, decrypt: Any = self._aead.decrypt,
-                            nonce: bytes = work.nonces[0], buf: bytes = work.ciphertext) -> None:
+                            nonce: bytes = work.nonces[0], buf: bytes = work.ciphertext,
+                            aad: bytes | None = aad) -> None:
                 for _ in repeat(None, count):
-                    decrypt(nonce, buf, None)
+                    decrypt(nonce, buf, aad)
 
             return run_decrypt
         nonces = cycle(work.nonces)
 
-        def run(count: int, encrypt: Any = self._aead.encrypt, buf: bytes = work.data) -> None:
+        def run(count: int, encrypt: Any = self._aead.encrypt, buf: bytes = work.data,
+                aad: bytes | None = aad) -> None:
             for nonce in islice(nonces, count):
-                encrypt(nonce, buf, None)
+                encrypt(nonce, buf, aad)
 
         return run
 

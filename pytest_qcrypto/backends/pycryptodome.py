@@ -44,6 +44,7 @@ from pytest_qcrypto.backends.base import (
     Unavailable,
     Unsupported,
     Workload,
+    piecewise_runner,
 )
 from pytest_qcrypto.algorithms.catalog import Algorithm, Kind
 
@@ -155,6 +156,9 @@ class PyCryptodomePlugin(CryptoPlugin):
 
 
 class _DigestContext(Context):
+    places_buffers = True  # --qcrypto-misalign: input as given, outputs by work.output()
+    feeds_pieces = True  # --qcrypto-update-size: runner() feeds work.pieces()
+
     def __init__(self, algorithm: Algorithm, key: bytes) -> None:
         super().__init__(algorithm, key)
         self._new = _hash_factory(algorithm.name)
@@ -163,6 +167,9 @@ class _DigestContext(Context):
         return self._new(data).digest()
 
     def runner(self, work: Workload) -> Runner:
+        if work.update_size:
+            return piecewise_runner(partial(self._new, b""), work)  # (SHA-3's takes data)
+
         def run(count: int, new: Any = self._new, buf: bytes = work.data) -> None:
             for _ in repeat(None, count):
                 new(buf).digest()
@@ -171,6 +178,8 @@ class _DigestContext(Context):
 
 
 class _CipherContext(Context):
+    places_buffers = True  # --qcrypto-misalign: input as given, outputs by work.output()
+
     def _cipher(self, iv: bytes) -> Any:
         alg = self.algorithm
         if alg.family == "aes":
@@ -208,12 +217,12 @@ class _CipherContext(Context):
 
     def runner(self, work: Workload) -> Runner:
         buf = work.ciphertext if work.decrypt else work.data
-        out = bytearray(len(buf))
+        out = work.output(len(buf))
         if self.algorithm.mode == "xts":  # one XTS data unit an operation: a cipher object each
             new, key, mode = self._xts()
             iv, decrypt = work.iv, work.decrypt
 
-            def run_xts(count: int, buf: bytes = buf, out: bytearray = out) -> None:
+            def run_xts(count: int, buf: bytes = buf, out: Any = out) -> None:
                 for _ in repeat(None, count):
                     c = new(key, mode, tweak=iv)
                     (c.decrypt if decrypt else c.encrypt)(buf, output=out)
@@ -222,7 +231,7 @@ class _CipherContext(Context):
         c = self._cipher(work.iv)
 
         def run(count: int, op: Any = c.decrypt if work.decrypt else c.encrypt,
-                buf: bytes = buf, out: bytearray = out) -> None:
+                buf: bytes = buf, out: Any = out) -> None:
             for _ in repeat(None, count):
                 op(buf, output=out)
 
@@ -231,6 +240,9 @@ class _CipherContext(Context):
 
 class _MacContext(Context):
     """HMAC over a PyCryptodome hash, or AES-CMAC: a keyed pristine object, copied per MAC."""
+
+    places_buffers = True  # --qcrypto-misalign: input as given, outputs by work.output()
+    feeds_pieces = True  # --qcrypto-update-size: runner() feeds work.pieces()
 
     def __init__(self, algorithm: Algorithm, key: bytes) -> None:
         super().__init__(algorithm, key)
@@ -251,6 +263,9 @@ class _MacContext(Context):
         return m.digest()
 
     def runner(self, work: Workload) -> Runner:
+        if work.update_size:
+            return piecewise_runner(self._pristine.copy, work)
+
         def run(count: int, copy: Any = self._pristine.copy, buf: bytes = work.data) -> None:
             for _ in repeat(None, count):
                 m = copy()
@@ -261,6 +276,9 @@ class _MacContext(Context):
 
 
 class _AeadContext(Context):
+    places_buffers = True  # --qcrypto-misalign: input as given, outputs by work.output()
+    takes_aad = True  # runner() authenticates work.aad
+
     def __init__(self, algorithm: Algorithm, key: bytes) -> None:
         super().__init__(algorithm, key)
         if algorithm.family == "aes":
@@ -291,24 +309,53 @@ class _AeadContext(Context):
 
     def runner(self, work: Workload) -> Runner:
         new, tag = self._new, self.algorithm.tag_size
+        if work.aad:  # (its own loops: the ones without an AAD make no extra call)
+            return self._aad_runner(work)
         if work.decrypt:
             ct, mac = work.ciphertext[:-tag], work.ciphertext[-tag:]
-            out = bytearray(len(ct))
+            out = work.output(len(ct))
 
             def run_decrypt(count: int, new: Any = new, nonce: bytes = work.nonces[0],
-                            ct: bytes = ct, mac: bytes = mac, out: bytearray = out) -> None:
+                            ct: bytes = ct, mac: bytes = mac, out: Any = out) -> None:
                 for _ in repeat(None, count):
                     c = new(nonce=nonce)
                     c.decrypt(ct, output=out)
                     c.verify(mac)
 
             return run_decrypt
-        out = bytearray(len(work.data))
+        out = work.output(len(work.data))
         nonces = cycle(work.nonces)
 
-        def run(count: int, new: Any = new, buf: bytes = work.data, out: bytearray = out) -> None:
+        def run(count: int, new: Any = new, buf: bytes = work.data, out: Any = out) -> None:
             for nonce in islice(nonces, count):
                 c = new(nonce=nonce)
+                c.encrypt(buf, output=out)
+                c.digest()
+
+        return run
+
+    def _aad_runner(self, work: Workload) -> Runner:
+        """The timed loops with ``work.aad`` authenticated first (``update``), as TLS does."""
+        new, tag, aad = self._new, self.algorithm.tag_size, work.aad
+        if work.decrypt:
+            ct, mac = work.ciphertext[:-tag], work.ciphertext[-tag:]
+            out = work.output(len(ct))
+
+            def run_decrypt(count: int, nonce: bytes = work.nonces[0]) -> None:
+                for _ in repeat(None, count):
+                    c = new(nonce=nonce)
+                    c.update(aad)
+                    c.decrypt(ct, output=out)
+                    c.verify(mac)
+
+            return run_decrypt
+        out = work.output(len(work.data))
+        nonces, buf = cycle(work.nonces), work.data
+
+        def run(count: int) -> None:
+            for nonce in islice(nonces, count):
+                c = new(nonce=nonce)
+                c.update(aad)
                 c.encrypt(buf, output=out)
                 c.digest()
 

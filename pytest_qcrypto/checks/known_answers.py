@@ -175,8 +175,9 @@ def check_round_trip(plugin: str, alg: Algorithm, ctx: Context, work: Workload) 
     if not alg.can_decrypt:
         return
     iv = work.nonces[0] if alg.rules.nonce_per_operation else work.iv
-    sealed = work.ciphertext or returned(plugin, "encrypt", ctx.encrypt(iv, work.data))
-    if returned(plugin, "decrypt", ctx.decrypt(iv, sealed)) != work.data:
+    aad = (work.aad,) if work.aad and alg.rules.nonce_per_operation else ()  # (only if given)
+    sealed = work.ciphertext or returned(plugin, "encrypt", ctx.encrypt(iv, work.data, *aad))
+    if returned(plugin, "decrypt", ctx.decrypt(iv, sealed, *aad)) != work.data:
         raise KnownAnswerError(
             f"{plugin} {alg.name}: decrypting the {work.size}-byte benchmark buffer "
             "did not give the plaintext back")

@@ -9,9 +9,9 @@ sections 6.1 and 6.2 (X25519, X448), RFC 7914 sections 11 and 12 (PBKDF2-HMAC-SH
 RFC 9106 section 5.3 (Argon2id, with its secret and associated data), RFC 5869 appendix A.3
 (HKDF-SHA256: test case 3, the one with an empty salt and info, as the benchmark's HKDF has no
 info), the published bcrypt vectors PyCryptodome's tests use, and FIPS 203 / FIPS 204 key
-generation from seeds (C2SP Wycheproof ``mlkem_768_keygen_seed_test.json`` tcId 1 and
-``mldsa_65_sign_seed_test.json``; their public keys, 1184 and 1952 bytes, are stored as a
-SHA-256).  KDF keys are compared on their first 32 bytes: PBKDF2, scrypt (whose last step is
+generation from seeds (C2SP Wycheproof ``mlkem_512_keygen_seed_test.json`` and
+``mlkem_768_keygen_seed_test.json`` tcId 1 and ``mldsa_65_sign_seed_test.json``; their public
+keys, 800, 1184 and 1952 bytes, are stored as a SHA-256).  KDF keys are compared on their first 32 bytes: PBKDF2, scrypt (whose last step is
 PBKDF2) and HKDF outputs are prefix-stable, so a 32-byte key is the prefix of the RFCs'
 64- and 42-byte ones.
 """

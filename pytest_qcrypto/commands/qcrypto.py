@@ -123,6 +123,9 @@ def build_parser() -> argparse.ArgumentParser:
     speed.add_argument("--measure", dest="measure", metavar="WHAT", choices=("time", "instructions"),
                        help="time (default, KiB/s) or instructions: count the instructions "
                             "of one operation (valgrind or the PMU; --qcrypto-measure)")
+    speed.add_argument("--quick", dest="quick", action="store_true",
+                       help="a smoke test: every cell's known answers and one round of about "
+                            "1 ms; exit 1 on any error; nothing saved (--qcrypto-quick)")
     speed.add_argument("-v", dest="verbose", action="count", default=0,
                        help="print the counts and times per plugin before each table, and "
                             "the cell being measured on standard error")
@@ -314,6 +317,8 @@ def speed_args(ns: argparse.Namespace, extra: Sequence[str]) -> list[str]:
     args = ["--qcrypto-bare", "-p", "no:cacheprovider"]
     if getattr(ns, "measure", None):
         args.append(f"--qcrypto-measure={ns.measure}")
+    if getattr(ns, "quick", False):
+        args.append("--qcrypto-quick")
     args += ["-v"] * ns.verbose + ["--no-header"] if ns.verbose else ["-qq"]
     selecting = [f"--qcrypto-{option}" for option in catalog.OPTION_GROUPS]
     named = any(a.split("=")[0] in selecting for a in extra)

@@ -27,7 +27,8 @@ from pytest_qcrypto.algorithms.settings import argument_problem  # noqa: F401 (i
 from pytest_qcrypto.backends.base import Context, Unsupported, Workload
 from pytest_qcrypto.checks import known_answers
 from pytest_qcrypto.checks.known_answers import checked_roundtrip_runner  # noqa: F401 (old home)
-from pytest_qcrypto.measure import harness, jobs as multi, limits, memory, pkey_bench, reference
+from pytest_qcrypto.measure import buffers, harness, jobs as multi, limits, memory, pkey_bench
+from pytest_qcrypto.measure import reference
 from pytest_qcrypto.measure.calibration import Calibrations, key_of
 from pytest_qcrypto.measure.harness import Measurement
 from pytest_qcrypto.measure.randomness import Randomness  # noqa: F401 (its old home)
@@ -109,31 +110,31 @@ class BenchContext:
         """The context's driver; None when not known (or not opened in this process)."""
         return self.context.driver if self.context is not None else None
 
-    def workload(self, size: int, decrypt: bool = False) -> Workload:
-        """Random buffer (and IV, nonces, ciphertext) of ``size`` bytes for this context."""
+    def workload(self, size: int, decrypt: bool = False, aad: int = 0, misalign: int | None = None, update_size: int | None = None) -> Workload:
+        """Random buffer (IV, nonces, ciphertext, an AEAD's ``aad`` bytes of AAD) of ``size`` bytes, placed ``misalign`` bytes past 64, fed ``update_size`` bytes an update (:mod:`.buffers`)."""
         alg = self.algorithm
-        problem = alg.size_problem(size)
+        problem = alg.size_problem(size) or buffers.problem(self.context, alg, aad, misalign, update_size)
         if problem:
             raise Unsupported(problem)
         data = self.rng.bytes(size)
         if not alg.keyed:
-            return Workload(data)
+            return buffers.shaped(Workload(data), misalign, update_size)
         typed = self.selection.typed
         if alg.rules.nonce_per_operation:
             nonces = tuple(self.rng.bytes(alg.iv_size) for _ in range(NONCE_POOL))
-            sealed = known_answers.returned(
-                typed, "encrypt", self.context.encrypt(nonces[0], data)) if decrypt else b""
-            return Workload(data, nonces=nonces, decrypt=decrypt, ciphertext=sealed)
+            extra = self.rng.bytes(aad) if aad else b""  # (Unsupported above where not taken)
+            sealed = known_answers.returned(typed, "encrypt", self.context.encrypt(nonces[0], data, *([extra] if aad else []))) if decrypt else b""
+            return buffers.shaped(Workload(data, nonces=nonces, decrypt=decrypt, ciphertext=sealed, aad=extra), misalign, update_size)
         iv = self.rng.bytes(alg.iv_size)
-        sealed = known_answers.returned(typed, "encrypt", self.context.encrypt(iv, data)) \
-            if decrypt else b""
-        return Workload(data, iv=iv, decrypt=decrypt, ciphertext=sealed)
+        sealed = known_answers.returned(typed, "encrypt", self.context.encrypt(iv, data)) if decrypt else b""
+        return buffers.shaped(Workload(data, iv=iv, decrypt=decrypt, ciphertext=sealed), misalign, update_size)
 
     def measure(self, size: int, *, decrypt: bool = False, min_time: float = 0.1,
                 rounds: int = 3, jobs: int = 1, timeout: float | None = None,
                 isolate: bool = False, count: int | None = None, roundtrip: bool = False,
                 check_roundtrip: bool = False, threads: int = 1,
-                operation: str | None = None, measure: str = "time") -> Measurement:
+                operation: str | None = None, measure: str = "time", aad: int = 0, misalign: int | None = None,
+                update_size: int | None = None) -> Measurement:
         """Time ``size``-byte operations (bytes; ``min_time`` in seconds).
 
         The kinds without a buffer size (signatures, key agreement, KEMs, RSA encryption,
@@ -176,7 +177,7 @@ class BenchContext:
         and a failure to open raises :class:`OpenError`.
         """
         from pytest_qcrypto.measure import counting, isolate as isolation, threads as threaded
-        way = _Way(decrypt, roundtrip, check_roundtrip, count, operation or "")
+        way = _Way(decrypt, roundtrip, check_roundtrip, count, operation or "", aad, misalign, update_size)
         _check_measurable(self, size, min_time, rounds, jobs, way)
         threaded.check_threads(threads, jobs)  # (imported here: a counting child needs none)
         if too_much := memory.problem(self.algorithm, max(jobs, 1) * max(threads, 1)):
@@ -254,10 +255,8 @@ def _check_measurable(bench: BenchContext, size: object, min_time: object, round
         raise RuntimeError(f"{bench.selection.typed} {bench.algorithm.name}: this context is "
                            "closed; open a new one")
     problem = pkey_bench.operation_problem(bench.algorithm, size, way.operation)
-    if bench.algorithm.rules.sized:
-        problem = problem or argument_problem(size, min_time, rounds, way.count)
-    else:  # no buffer size: the other limits only
-        problem = problem or argument_problem(1, min_time, rounds, way.count)
+    sized = bench.algorithm.rules.sized  # (no buffer size: the other limits only)
+    problem = problem or argument_problem(size if sized else 1, min_time, rounds, way.count)
     if way.decrypt and way.roundtrip:
         problem = "decrypt and roundtrip: choose one (a round trip times both directions)"
     if problem:
@@ -287,6 +286,9 @@ class _Way:
     check_roundtrip: bool = False
     count: int | None = None
     operation: str = ""
+    aad: int = 0  # an AEAD's AAD bytes (the tls grid's 13)
+    misalign: int | None = None  # buffers N bytes past a 64-byte boundary (None: anywhere)
+    update_size: int | None = None  # a digest's or MAC's bytes per update() (None: all at once)
 
 
 def prepare(bench: BenchContext, size: int, way: _Way) -> tuple[Callable[[int], None], Direction,
@@ -300,7 +302,7 @@ def prepare(bench: BenchContext, size: int, way: _Way) -> tuple[Callable[[int], 
         pkey_bench.direction(alg, way.operation)
     roundtrip = direction == Direction.ROUNDTRIP
     if sized:
-        work = bench.workload(size, way.decrypt or roundtrip)
+        work = bench.workload(size, way.decrypt or roundtrip, way.aad, way.misalign, way.update_size)
     else:
         size, work = 0, pkey_bench.workload(alg, direction, bench.rng.bytes)
 
@@ -371,7 +373,6 @@ def measurement_of(bench: BenchContext, timing: Any, direction: Direction, size:
         iv=bytes(first_iv).hex(), threads=threads, one_thread_bps=one_thread,
         threads_cpu_wait=getattr(timing, "cpu_wait", None),
         reference_s=getattr(timing, "reference_s", ()), spread_s=spread_s)
-
 
 
 class OpenError(Exception):

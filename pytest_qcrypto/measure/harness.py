@@ -12,13 +12,9 @@ rounds use); the remaining rounds run with the same count.  Each round records w
 collector is off inside the timed loops.  The figure reported is the median round; every
 round is kept.
 
-Calibration may start from a count other than 1 (``start``): the power of two that what the
-same algorithm and plugin showed at other sizes predicts will reach ``min_time``
-(:mod:`pytest_qcrypto.measure.calibration`), so that a later size skips most doublings.  A
-prediction that proves wrong falls back: a first run under ``min_time`` goes on doubling
-(skipping ahead) from there; one of :data:`TOO_LONG` times ``min_time`` or more is not a round,
-and the count is chosen again from its rate (the first power of two it predicts reaches
-``min_time``).
+Calibration may start from a predicted count (``start``, see
+:mod:`pytest_qcrypto.measure.calibration`); a first run of :data:`TOO_LONG` times ``min_time``
+or more is then not a round, and the count is chosen again from its rate.
 
 A stall during the last calibration run (the machine busy elsewhere, a page
 fault storm) makes it reach ``min_time`` at a count far too small, and the
@@ -64,8 +60,7 @@ KIB = 1024
 MAX_COUNT = settings.MAX_COUNT
 #: Calibration skips ahead once a run takes at least this fraction of ``min_time``.
 SKIP_AHEAD = 1 / 16
-#: A first run at a predicted count this many times ``min_time`` or more is not kept: the
-#: first power of two that reaches ``min_time`` takes under twice it (the prediction was wrong).
+#: A first run at a predicted count this many times ``min_time`` or more is not kept (wrong).
 TOO_LONG = 2
 #: A timed round shorter than this fraction of ``min_time`` means a stall chose the count.
 SHORT_ROUND = 0.5
@@ -156,6 +151,9 @@ class Measurement:
     #: seconds its rounds spanned when they were taken in turn with the other cells of the
     #: run (:mod:`pytest_qcrypto.measure.spread`); 0.0: taken back to back
     spread_s: float = field(default=0.0, compare=False)
+    #: ``--qcrypto-unit=cpb``: the cycles per second its figures convert with (a saved
+    #: file's :class:`pytest_qcrypto.measure.cycles.CycleRate`); None: this machine's
+    cycle_rate: Any = field(default=None, compare=False)
 
     @property
     def operations(self) -> int:

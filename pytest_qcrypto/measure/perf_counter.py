@@ -22,14 +22,15 @@ _FLAGS = 1 | 1 << 5 | 1 << 6
 _ATTR_SIZE = 112
 
 
-def open_counter() -> int:
-    """A file descriptor counting this thread's user-space instructions, disabled;
+def open_counter(config: int = 1) -> int:
+    """A file descriptor counting this thread's user-space instructions (``config`` 1,
+    ``PERF_COUNT_HW_INSTRUCTIONS``; 0 counts cycles, ``PERF_COUNT_HW_CPU_CYCLES``), disabled;
     ``OSError`` with the kernel's errno when there is none."""
     nr = SYSCALLS.get(platform.machine().lower())
     if nr is None or platform.system() != "Linux":
         raise OSError(0, f"perf_event_open is not known on {platform.system()} "
                          f"{platform.machine()}")
-    attr = ctypes.create_string_buffer(struct.pack("=IIQQQQQ", 0, _ATTR_SIZE, 1, 0, 0, 0,
+    attr = ctypes.create_string_buffer(struct.pack("=IIQQQQQ", 0, _ATTR_SIZE, config, 0, 0, 0,
                                                    _FLAGS).ljust(_ATTR_SIZE, b"\0"))
     libc = ctypes.CDLL(None, use_errno=True)
     libc.syscall.restype = ctypes.c_long
@@ -37,7 +38,8 @@ def open_counter() -> int:
                       ctypes.c_int(-1), ctypes.c_ulong(0))
     if fd < 0:
         err = ctypes.get_errno()
-        raise OSError(err, f"perf_event_open(instructions:u): {os.strerror(err)}")
+        event = "instructions:u" if config == 1 else f"hardware event {config}:u"
+        raise OSError(err, f"perf_event_open({event}): {os.strerror(err)}")
     return int(fd)
 
 
@@ -54,8 +56,8 @@ class Counter:
     """``with Counter() as c: work()``, then ``c.value``: the user-space instructions of
     the work (this thread)."""
 
-    def __init__(self) -> None:
-        self.fd = open_counter()
+    def __init__(self, config: int = 1) -> None:
+        self.fd = open_counter(config)
         self.value = 0
 
     def __enter__(self) -> Counter:

@@ -38,8 +38,9 @@ from pytest_qcrypto.output import cryptotest_layout  # noqa: F401 (registers cry
 from pytest_qcrypto.output import exports  # noqa: F401 (registers bencher, github-action-benchmark)
 from pytest_qcrypto.algorithms.settings import SettingsError
 from pytest_qcrypto.output.tables import (  # noqa: F401 (re-exported: the table model)
-    COUNTED_UNITS, DEFAULT_UNIT, FAILED, MARKERS, SKIPPED, UNITS, Cell, Changes, GateTables,
-    SummaryTable, Table, Unit, change_lines, header, notes, table_lines, verbose_block)
+    COUNTED_UNITS, CYCLES_PER_OP, DEFAULT_UNIT, FAILED, MARKERS, SKIPPED, UNITS, Cell, Changes,
+    GateTables, SummaryTable, Table, Unit, change_lines, header, notes, table_lines,
+    verbose_block)
 
 #: ``--qcrypto-format`` choices: the registered layouts' names, a live view of
 #: :data:`.layouts.LAYOUTS` (a layout registered later is a choice too).
@@ -110,8 +111,9 @@ class Output:
 
 
 def unit_choices() -> list[str]:
-    """The units ``--qcrypto-unit`` accepts: a counted table's units are not chosen."""
-    return [u for u in UNITS if u not in COUNTED_UNITS]
+    """The units ``--qcrypto-unit`` accepts: a counted table's units, and the cycles per
+    operation of a size-less table under cpb, are not chosen."""
+    return [u for u in UNITS if u not in COUNTED_UNITS and u != CYCLES_PER_OP]
 
 
 def parse_output(unit: str | None = None, fmt: str | None = None,

@@ -12,10 +12,11 @@ pytest.
 
 from __future__ import annotations
 
-from pytest_qcrypto.measure import counting
+from pytest_qcrypto.measure import counting, cycles
 
 import sys
 from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import replace
 from pathlib import Path, PurePath
 from typing import Any
 
@@ -62,6 +63,12 @@ def run(files: Sequence[str], unit: str | None = None, fmt: str | None = None,
         sys.stderr.write(f"ERROR: {exc}\n")
         return USAGE_ERROR
     tables, legend = joined_tables(loaded, [str(f) for f in files])
+    if output.unit == "cpb":  # each file's cycles at its own saved rate, else this machine's
+        try:
+            tables, legend = with_cycle_rates(tables, legend, loaded, [str(f) for f in files])
+        except SettingsError as exc:
+            sys.stderr.write(f"ERROR: {exc}\n")
+            return USAGE_ERROR
     lines = LAYOUTS[output.format].draw(Figures(tables, output.unit, verbose, notes=legend))
     out.write("".join(f"{line}\n" for line in lines))
     out.flush()
@@ -149,6 +156,28 @@ def joined_tables(files: Sequence[Any], names: Sequence[str]) -> tuple[list[Tabl
             rows.append((f"{label}/{plugins[_plugin_of(r)]}", r))
             machines[rows[-1][0]] = label
     return saved_tables(rows, machines), legend(files, labels)
+
+
+def with_cycle_rates(tables: list[Table], legend: list[str], files: Sequence[Any],
+                     names: Sequence[str]) -> tuple[list[Table], list[str]]:
+    """``--qcrypto-unit=cpb`` of saved files: every cell converts at its file's saved cycle rate
+    (``settings.cycle_rate``, :mod:`pytest_qcrypto.measure.cycles`), or at this machine's
+    when the file has none, and the legend says which; ``SettingsError`` when neither is known."""
+    rates: dict[str, Any] = {}
+    for label, f in zip(machine_labels(names), files):
+        rate = cycles.CycleRate.of(f.settings.get("cycle_rate"))
+        where = "saved with the run"
+        if rate is None:
+            rate, where = cycles.reference(), "not saved with the run: this machine's"
+        if rate is None:
+            raise SettingsError(f"qcrypto report: {label}: no cycle rate saved with the run, and "
+                                f"{cycles.problem()}")
+        rates[label] = rate
+        legend.append(f"cycles of {label} = seconds x {rate.label} ({where})")
+    return [replace(t, cells={k: replace(c, measurement=replace(
+        c.measurement, cycle_rate=rates[t.machines.get(k[0], next(iter(rates)))]))
+        if c.measurement is not None else c for k, c in t.cells.items()})
+        for t in tables], legend
 
 
 def _plugin_of(r: Any) -> tuple[str, int]:

@@ -20,7 +20,7 @@ from dataclasses import dataclass, field, replace
 from typing import Any
 
 from pytest_qcrypto.algorithms import callable_names, catalog
-from pytest_qcrypto.measure import gil
+from pytest_qcrypto.measure import cycles, gil
 from pytest_qcrypto.measure.harness import Measurement
 from pytest_qcrypto.output import outliers
 
@@ -60,9 +60,16 @@ UNITS: dict[str, Unit] = {u.name: u for u in (
          lambda m: m.counted.per_unit(m.size), faster_is_higher=False),
     Unit("instructions/op", "instructions per operation, counted; fewer is faster",
          lambda m: m.counted.per_operation, faster_is_higher=False),
+    # --qcrypto-unit=cpb (pytest_qcrypto.measure.cycles, SUPERCOP's convention); a size-less
+    # table then in cycles per operation (never chosen by --qcrypto-unit itself)
+    Unit("cpb", "cycles per byte; fewer is faster", cycles.per_byte, faster_is_higher=False),
+    Unit("cycles/op", "cycles per operation; fewer is faster", cycles.per_operation,
+         faster_is_higher=False),
 )}
 #: The units of counted tables, not choices of --qcrypto-unit.
 COUNTED_UNITS = ("instructions/byte", "instructions/op")
+#: The unit of a size-less table under ``--qcrypto-unit=cpb``, not a choice either.
+CYCLES_PER_OP = "cycles/op"
 DEFAULT_UNIT = "KiB/s"
 
 
@@ -125,7 +132,7 @@ def unit_of(table: Table, unit: str) -> str:
     if any(c.measurement is not None and c.measurement.counted is not None
            for c in table.cells.values()):
         return COUNTED_UNITS[0] if table.sized else COUNTED_UNITS[1]
-    return unit if table.sized else OPS_UNIT
+    return unit if table.sized else CYCLES_PER_OP if unit == "cpb" else OPS_UNIT
 
 
 def slot(size: int, direction: str) -> tuple[str, Any]:

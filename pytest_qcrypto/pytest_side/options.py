@@ -143,7 +143,10 @@ OPTIONS: tuple[Option, ...] = (
     Option("--qcrypto-size", action="append", metavar="BYTES", default=[],
            ini="qcrypto_sizes", ini_type="args", parse=_reader("algorithms.settings", "parse_sizes"),
            ini_help="default buffer sizes in bytes (like --qcrypto-size).",
-           help=lambda: "buffer size in bytes (repeatable, comma lists allowed). Default: "
+           help=lambda: "buffer size in bytes (repeatable, comma lists allowed), or a named "
+                f"grid: {_module('algorithms.size_grids').choices()} (qnx's default sizes, "
+                "openssl speed's, its -aead sizes with a 13-byte AAD for AEADs, SUPERCOP's "
+                "small lengths; a size an algorithm cannot take is then skipped). Default: "
                 f"{','.join(map(str, _settings().DEFAULT_SIZES))}."),
     Option("--qcrypto-min-time", metavar="SECONDS", ini="qcrypto_min_time",
            parse=_reader("algorithms.settings", "parse_min_time"), ini_help="default --qcrypto-min-time, seconds.",
@@ -153,11 +156,32 @@ OPTIONS: tuple[Option, ...] = (
            ini_help="default --qcrypto-rounds.",
            help=lambda: "timed rounds per measurement; the median is reported (default "
                 f"{_settings().DEFAULT_ROUNDS})."),
+    Option("--qcrypto-clock", metavar="CLOCK", parse=_reader("measure.clocks", "parse_clock"),
+           help="the clock of the tables' figures: wall (default), the elapsed time, or cpu "
+                "(user+system CPU seconds of the measuring process, as openssl speed without "
+                "-elapsed).  Saved files keep both; the gate judges wall time.  Either way a "
+                "note lists cells whose two clocks differ by more than 10%%, saying which way."),
     Option("--qcrypto-count", metavar="N", ini="qcrypto_count", parse=_reader("algorithms.settings", "parse_count"),
            ini_help="default --qcrypto-count.",
            help="run exactly N iterations in every round instead of calibrating (FreeBSD "
                 "cryptotest's count; --qcrypto-min-time then has no effect); a round under "
                 "1 ms is noted as noisy. With --qcrypto-jobs each process runs N."),
+    Option("--qcrypto-quick", action="store_true", default=False,
+           help="a smoke test, as openssl speed -testmode: every cell runs its known-answer "
+                "checks and one timed round of about 1 ms; any error fails the run.  The "
+                "figures are marked quick and never saved or compared (not with "
+                "--qcrypto-save, -history, -compare, -min-time, -rounds or -count)."),
+    Option("--qcrypto-misalign", metavar="N", parse=_reader("measure.buffers", "parse_misalign"),
+           help="place every input and output buffer N bytes (0 to 63) past a 64-byte "
+                "boundary, as openssl speed -misalign N, to find slow unaligned paths "
+                "(default: wherever Python put them); saved with the results.  A plugin whose "
+                "timed loop cannot take placed buffers (the kernel plugins) is skipped."),
+    Option("--qcrypto-update-size", metavar="BYTES",
+           parse=_reader("measure.buffers", "parse_update_size"),
+           help="feed each digest and MAC buffer in BYTES-byte update() calls (the last one "
+                "shorter), a fresh state each operation, as the kernel's tcrypt varies the "
+                "bytes per update (default: the whole buffer in one update()); saved with the "
+                "results.  Other kinds ignore it."),
     Option("--qcrypto-decrypt", action="store_true", default=False,
            help="time decryption instead of encryption."),
     Option("--qcrypto-roundtrip", action="store_true", default=False,
@@ -372,3 +396,18 @@ def list_hint(config: pytest.Config) -> str:
 def for_command(config: pytest.Config, message: str) -> str:
     """``message`` with :data:`settings.LIST_HINT` replaced by :func:`list_hint`."""
     return message.replace(_settings().LIST_HINT, list_hint(config))
+
+
+def check_ini_bools(config: pytest.Config) -> None:
+    """Raise ``SettingsError`` for a true/false ini key (:data:`BOOL_INI`) with another value,
+    naming the key, where it was set and the accepted words."""
+    import re
+
+    s = _settings()
+    for name in BOOL_INI:
+        try:
+            config.getini(name)
+        except (ValueError, TypeError, pytest.UsageError) as exc:
+            found = re.search(r"invalid truth value ('.*')$", str(exc))
+            raise s.SettingsError(s.bool_problem(
+                where(config, name), found.group(1) if found else None)) from None

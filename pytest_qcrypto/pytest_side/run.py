@@ -12,7 +12,6 @@ compares, saves or has floors, the regression gate (:mod:`pytest_qcrypto.pytest_
 
 from __future__ import annotations
 
-import re
 import sys
 from collections.abc import Generator, Iterator
 from functools import cached_property
@@ -20,11 +19,12 @@ from typing import Any
 
 import pytest
 
-from pytest_qcrypto.algorithms import catalog, settings
+from pytest_qcrypto.algorithms import catalog, settings, size_grids
 from pytest_qcrypto.gate import verdicts as gate
 from pytest_qcrypto.measure import cost_model, jobs, machine, pkey_bench
 from pytest_qcrypto.pytest_side import counting as counting_side
-from pytest_qcrypto.pytest_side import matrix, options, progress, targets as remote_targets
+from pytest_qcrypto.pytest_side import matrix, options, progress, quoting
+from pytest_qcrypto.pytest_side import targets as remote_targets
 from pytest_qcrypto.measure.bench import Calibrations, Case, Randomness
 from pytest_qcrypto.pytest_side.gate import (GATE_KEY, GateOptions, GatePlugin, PluginNames,
                                              has_floor_marker, read_options, wanted)
@@ -111,8 +111,8 @@ class RunSettings:
         return options.given(self.config, option)
 
     def unused_options(self) -> list[str]:
-        """:func:`settings.unused_options` of this run: a note per option without effect."""
-        return settings.unused_options(self.settings, self._ini_or_option(
+        """:func:`quoting.unused_options` of this run: a note per option without effect."""
+        return quoting.unused_options(self.settings, self._ini_or_option(
             "qcrypto_size", "qcrypto_sizes")[0] is not None, self.config.getoption("qcrypto_unit"))
 
     @cached_property
@@ -126,7 +126,8 @@ class RunSettings:
                                 "--qcrypto-kdf: no algorithm name given")
         sizes_given, where = self._ini_or_option("qcrypto_size", "qcrypto_sizes")
         sizes = settings.parse_sizes(sizes_given, where)
-        if not opt("qcrypto_skip_unsuited_sizes"):
+        grids = size_grids.named(sizes_given)  # a size a grid's algorithm cannot take: skipped
+        if not opt("qcrypto_skip_unsuited_sizes") and not grids:
             settings.check_sizes(algorithms, sizes, where)
         plugins, where = self._ini_or_option("qcrypto_plugin", "qcrypto_plugins")
         settings.check_elements([str(p) for p in plugins or ()], where, "plugin names",
@@ -141,7 +142,7 @@ class RunSettings:
         count, count_where = self._ini_or_option("qcrypto_count", "qcrypto_count")
         roundtrip, check_roundtrip = opt("qcrypto_roundtrip"), opt("qcrypto_check_roundtrip")
         settings.check_directions(opt("qcrypto_decrypt"), roundtrip, check_roundtrip)
-        return Settings(
+        return quoting.read(self.config, Settings(  # --qcrypto-quick: one short round
             algorithms=tuple(algorithms), plugins=tuple(plugins), sizes=sizes,
             min_time=(settings.parse_min_time(min_time, min_time_where) if min_time is not None
                       else settings.DEFAULT_MIN_TIME),
@@ -149,7 +150,8 @@ class RunSettings:
                     else settings.DEFAULT_ROUNDS),
             decrypt=bool(opt("qcrypto_decrypt")), seed=seed,
             count=settings.parse_count(count, count_where) if count is not None else None,
-            roundtrip=bool(roundtrip), check_roundtrip=bool(check_roundtrip))
+            roundtrip=bool(roundtrip), check_roundtrip=bool(check_roundtrip),
+            aad=size_grids.aad_of(sizes_given)))
 
     @cached_property
     def registry(self) -> Registry:
@@ -238,7 +240,7 @@ class RunSettings:
             _ = self.selections
         if self.requested:
             matrix.check_all(self)
-        self._check_ini_bools()
+        options.check_ini_bools(self.config)
         self.gate_options = read_options(self.config, self.names.canonical)
         if self.output.plots:
             from pytest_qcrypto.output import plot as plotting
@@ -257,17 +259,6 @@ class RunSettings:
     def cases(self) -> Iterator[Case]:
         """The speed matrix, in table order: algorithm, then plugin, then size."""
         return matrix.cases(self)
-
-    def _check_ini_bools(self) -> None:
-        """A true/false ini key with another value: its name, file and the accepted words."""
-        for name in BOOL_INI:
-            try:
-                self.config.getini(name)
-            except (ValueError, TypeError, pytest.UsageError) as exc:
-                found = re.search(r"invalid truth value ('.*')$", str(exc))
-                raise SettingsError(settings.bool_problem(
-                    self._ini_where(name), found.group(1) if found else None)) from None
-
 
 
 class QcryptoRun(RunSettings):
@@ -336,13 +327,14 @@ class QcryptoRun(RunSettings):
 
     def tables(self) -> list[Any]:
         """One table per (algorithm, direction), in matrix order then first-seen order; the
-        matrix's show each of its plugins and sizes (``-`` where an interrupt left a cell)."""
+        matrix's show each of its plugins and sizes (``-`` where an interrupt left a cell);
+        every figure by the run's ``--qcrypto-clock``."""
         if not self.requested:
-            return self.ledger.tables([])
+            return quoting.clocked(self.ledger.tables([]), self.settings.clock)
         cases = list(self.cases())  # its rows are the cases' plugins (PLUGIN@TARGET too)
         plugins = list(dict.fromkeys(c.plugin for c in cases))
-        return with_every_cell(self.ledger.tables(plugins), {c.algorithm for c in cases},
-                               plugins, self.settings.sizes)
+        return quoting.clocked(with_every_cell(self.ledger.tables(plugins), {
+            c.algorithm for c in cases}, plugins, self.settings.sizes), self.settings.clock)
 
     @pytest.hookimpl(tryfirst=True)  # (the gate saves its file first, see gate_plugin)
     def pytest_sessionfinish(self, session: pytest.Session) -> None:
@@ -355,7 +347,9 @@ class QcryptoRun(RunSettings):
 
     def pytest_terminal_summary(self, terminalreporter: Any) -> None:
         gate = self.gate
-        gate_lines = (self.unused_options() if self.requested else []) + (
+        gate_lines = (self.unused_options() if self.requested else []) + \
+            quoting.notes(self.settings, self.ledger.measurements) + \
+            quoting.cycles_lines(self.output.unit, self.ledger.measurements) + (
             gate.summary_lines() if gate else [])
         from pytest_qcrypto.output.render import unwritten
 
@@ -407,8 +401,8 @@ class QcryptoRun(RunSettings):
             self.machine_state = machine.capture()
         timeout, isolate = self.time_limits
         options = MeasureOptions(s.min_time, s.rounds, self.jobs, self.counting.limit(timeout),
-                                 isolate, s.count,
-                                 s.check_roundtrip, self.threads, self.counting.measure)
+                                 isolate, s.count, s.check_roundtrip, self.threads,
+                                 self.counting.measure, aad=s.aad, misalign=s.misalign, update_size=s.update_size)
         interrupts = self._guard().interrupts
         gate = self.gate
         criteria = (lambda m: gate.criteria(m, item)) if gate is not None else None

@@ -127,5 +127,5 @@ def run_state(run: Any) -> tuple[dict[str, Any], dict[str, Any] | None]:
     return ({"min_time_s": s.min_time, "rounds": s.rounds,
              **({"count": s.count} if s.count is not None else {}),
              **({"spread": asdict(sp.spread)} if sp and sp.all else {}),  # cells in turn
-             **run.counting.settings()},
+             **run.counting.settings(), **quoting.saved(run.output.unit, s)},
             state.as_dict() if state is not None else None)

@@ -177,7 +177,7 @@ def for_run(run: Any, item: pytest.Item | None,
     """The run's :class:`SpreadCells` (made once, kept on ``run``), or None when the run
     neither saves nor compares against a baseline saved with spread rounds, or measures in a way that cannot take turns: counted
     instructions, ``--qcrypto-jobs``/``--qcrypto-threads`` above 1, ``--qcrypto-count``,
-    ``--qcrypto-isolate``, ``--qcrypto-check-roundtrip``, targets."""
+    ``--qcrypto-isolate``, ``--qcrypto-check-roundtrip``, targets, the tls grid's AAD, ``--qcrypto-misalign``, ``--qcrypto-update-size``."""
     if item is None:
         return None
     cells = getattr(run, "spread_cells", None)
@@ -188,7 +188,8 @@ def for_run(run: Any, item: pytest.Item | None,
     spread_base = gate.baseline is not None and any(r.spread_s for r in gate.baseline.results)
     wanted = (gate.save_path is not None or spread_base) and \
         run.counting.measure == "time" and run.jobs == 1 and run.threads == 1 and \
-        s.count is None and not isolate and not s.check_roundtrip and run.targets is None
+        s.count is None and not isolate and not s.check_roundtrip and run.targets is None \
+        and not s.aad and s.misalign is None and not s.update_size  # (shaped: back to back)
     if not wanted:
         run.spread_cells = False
         return None

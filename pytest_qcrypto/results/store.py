@@ -9,7 +9,7 @@ dashboards read them) and only change with ``schema_version``::
       "complete": true,                 # false: the run was interrupted or stopped early
       "created": "2026-11-29T21:30:00Z",  # UTC, ISO 8601
       "tool": {"name": "pytest-qcrypto", "version": "0.1.0"},
-      "settings": {"min_time_s": 0.1, "rounds": 3},
+      "settings": {"min_time_s": 0.1, "rounds": 3},  # (+ "cycle_rate" under cpb: cycles.py)
       "machine": {                      # the fingerprint, see machine.fingerprint
         "cpu_model": "...", "cpu_flags": ["aes", "avx2", ...], "architecture": "x86_64",
         "cores": 2, "os": "Linux", "kernel": "6.1.0-...", "libc": "glibc 2.36",
