@@ -16,6 +16,7 @@ import pytest
 
 from pytest_qcrypto.algorithms import callable_names
 from pytest_qcrypto.measure import cost_model
+from pytest_qcrypto.pytest_side import quoting
 from pytest_qcrypto.results import history, store as results, source_tree
 from pytest_qcrypto.algorithms.catalog import plural
 from pytest_qcrypto.results.store import ResultsFile
