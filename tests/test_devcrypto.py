@@ -45,7 +45,7 @@ from conftest import FAST as _FAST
 from pytest_qcrypto.algorithms import catalog
 from pytest_qcrypto.checks import known_answers as kat
 from pytest_qcrypto.backends import AuthenticationError, Unavailable, Unsupported, Workload
-from pytest_qcrypto.backends import cryptodev_abi as abi, devcrypto
+from pytest_qcrypto.backends import cryptodev_abi as abi, devcrypto, devcrypto_contexts
 from pytest_qcrypto.backends.devcrypto import DevcryptoPlugin
 from pytest_qcrypto.backends.openssl import OpenSSLPlugin
 
@@ -952,7 +952,8 @@ class _KeptBuffers(devcrypto._Buffer):
 @pytest.fixture
 def kept_buffers(monkeypatch):
     _KeptBuffers.made = []
-    monkeypatch.setattr(devcrypto, "_Buffer", _KeptBuffers)
+    for module in (devcrypto, devcrypto_contexts):  # its contexts' home, and the old one
+        monkeypatch.setattr(module, "_Buffer", _KeptBuffers)
     return _KeptBuffers.made
 
 
@@ -998,7 +999,8 @@ def mapped(monkeypatch):
                 memory.append(Region(ctypes.addressof(self.array),
                                      ctypes.sizeof(self.array), self))
 
-        monkeypatch.setattr(devcrypto, "_Buffer", Tracked)
+        for module in (devcrypto, devcrypto_contexts):  # its contexts' home, and the old one
+            monkeypatch.setattr(module, "_Buffer", Tracked)
         return double
     return track
 
