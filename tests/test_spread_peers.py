@@ -95,21 +95,39 @@ def test_peers_are_the_same_algorithm_size_and_direction_in_other_plugins():
                   (cell("hashlib"), base("hashlib"))]
     assert [p.plugin for p, _ in rule.peers_of(me, candidates)] == ["openssl"]
     assert [p.size for p, _ in rule.peers_of(me, candidates)] == [256]
-    # no other plugin of its algorithm: every other cell of its size (not itself)
+    # no other plugin of its algorithm: every other cell of the run (not itself)
     alone = cell("hashlib", algorithm="md5")
-    assert [(p.algorithm, p.plugin) for p, _ in rule.peers_of(alone, candidates)] == [
-        ("sha256", "openssl"), ("sha512", "openssl"), ("sha256", "hashlib")]
-    assert rule.peers_of(cell("hashlib", size=16), candidates) == []
+    assert [(p.algorithm, p.plugin, p.size) for p, _ in rule.peers_of(alone, candidates)] == [
+        ("sha256", "openssl", 256), ("sha256", "openssl", 64), ("sha512", "openssl", 256),
+        ("sha256", "hashlib", 256)]
+    assert len(rule.peers_of(cell("hashlib", size=16), candidates)) == 4
+    assert rule.peers_of(cell("hashlib"), [(cell("hashlib"), base("hashlib"))]) == []
 
 
-def test_a_cell_without_a_plugin_peer_is_judged_against_the_other_cells_of_its_size():
-    # AES-GCM in one plugin only: the hashing cells of its size moved 30% with it
-    peers = [(cell(p, 1 / 0.7), base(p)) for p in ("openssl", "hashlib")]
+def test_a_cell_without_a_plugin_peer_is_judged_against_the_most_slowed_other_cell():
+    # AES-GCM in one plugin only, 30% slower: the run's sha256 cells moved 8% at its size but
+    # 35% at 16 B (measured: a whole-run slow state moves other work unalike)
+    peers = [(cell("openssl", 1 / 0.92), base("openssl")),
+             (cell("hashlib", 1 / 0.92), base("hashlib")),
+             (cell("openssl", 1 / 0.65, size=16), base("openssl", size=16))]
     me = cell("openssl", 1 / 0.7, algorithm="aes-128-gcm")
     v = judged(me, base("openssl", algorithm="aes-128-gcm"), rule.peers_of(me, peers))
-    assert v.status == gate.CANNOT_TELL
-    assert "but the run's other cells at this size moved too (sha256 openssl, sha256 " \
-        "hashlib moved -30.0%)" in v.drift.cannot_tell_text()
+    assert v.status == gate.CANNOT_TELL and not v.failed
+    assert "but the run's other cells moved too (the most slowed, sha256 openssl 16 B, moved " \
+        "-35.0%)" in v.drift.cannot_tell_text()
+    # against the median of its size (8%) it would have been a 24% regression
+    assert v.drift.slowdown == pytest.approx(0.3)
+
+
+def test_a_cell_without_a_plugin_peer_slower_than_every_other_cell_is_a_regression():
+    peers = [(cell("openssl", 1 / 0.95), base("openssl")),
+             (cell("openssl", 1 / 0.97, size=16), base("openssl", size=16))]
+    me = cell("openssl", 1 / 0.7, algorithm="aes-128-gcm")
+    v = judged(me, base("openssl", algorithm="aes-128-gcm"), rule.peers_of(me, peers))
+    assert v.status == gate.REGRESSION and v.failed
+    assert v.drift.slowdown == pytest.approx(1 - 0.7 / 0.95)
+    assert "against the run's other cells (the most slowed, sha256 openssl 256 B, moved " \
+        "-5.0%)" in v.message
 
 
 def test_back_to_back_peers_are_left_out():
