@@ -178,6 +178,17 @@ def test_the_generated_reference_writes_values_with_equals() -> None:
     assert two_word_spellings(options_hook().render_options_page()) == []
 
 
+def test_the_default_column_is_the_default_the_help_states() -> None:
+    # "qnx's default sizes" inside a phrase is no default, and the ")" of "update()" does
+    # not end one: the summary row and the entry show the whole stated default
+    page = options_hook().render_options_page()
+    assert ("| [`--qcrypto-size`](#qcrypto-size) | `qcrypto_sizes` "
+            "| 16,64,256,1024,4096,8192,32768 | `BYTES` |") in page
+    assert "| the whole buffer in one update() | `BYTES` |" in page
+    assert "- default: the whole buffer in one update()\n" in page
+    assert "| 3x |" in page and "| 10% |" in page
+
+
 def test_the_committed_options_page_is_current() -> None:
     hook = options_hook()
     assert hook.COMMITTED == DOCS / "reference" / "options.md"

@@ -39,8 +39,13 @@ _CHOICES = {
 }
 
 #: The default as the help text states it: "(default 0.1)", "Default: KiB/s.",
-#: "(default 10%; ini ...": up to ")", ";" or a sentence's full stop.
-_DEFAULT = re.compile(r"\b[Dd]efault:?\s+(.+?)(?:\)|;|\.(?:\s|$))")
+#: "(default 10%; ini ...", "(3x or 3; default 3x)": up to a closing ")" (not the one of
+#: "update()"), ";" or a sentence's full stop. A "default" inside a phrase ("qnx's default
+#: sizes") is not one.
+_DEFAULT = re.compile(
+    r"(?:(?<=\()|(?<=; ))default:?\s+(.+?)(?:\)(?=[\s;,.]|$)|;|\.(?:\s|$))"
+    r"|\bDefault:?\s+(.+?)(?:\)(?=[\s;,.]|$)|;|\.(?:\s|$))"
+)
 #: A choice marked in a list of choices: "qcrypto (default) ...".
 _MARKED = re.compile(r"(\S+) \(default\)")
 
@@ -86,7 +91,7 @@ def _default(option: Any) -> str:
         return "off"
     match = _MARKED.search(_help(option)) or _DEFAULT.search(_help(option))
     if match:
-        return match.group(1).strip()
+        return next(g for g in match.groups() if g is not None).strip()
     if option.default not in (None, [], ()):
         return str(option.default)
     return "none"
