@@ -78,3 +78,15 @@ def test_large(qcrypto):
                             "  - hashlib (size 64): not measured in this run",
                             "  - openssl (size 16): not measured in this run"])
 
+
+
+def test_an_unknown_algorithm_fails_with_the_nearest_names(pytester):
+    pytester.makepyfile('''
+def test_typo(qcrypto):
+    qcrypto.open("sha265", "hashlib")
+''')
+    r = pytester.runpytest()
+    r.assert_outcomes(failed=1)
+    assert ("unknown algorithm 'sha265'; did you mean sha256, sha3-256, sha512? (see qcrypto "
+            "list)") in r.outlines
+    assert bench.resolve_algorithm("sha256").name == "sha256"

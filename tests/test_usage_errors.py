@@ -20,7 +20,9 @@ DIGEST = ("--qcrypto-digest", "sha256")
     ((*DIGEST, "--qcrypto-plugin", "nosuch"), "Valid plugins: openssl, hashlib, pycryptodome"),
     ((*DIGEST, "--qcrypto-plugin", "openssl", "--qcrypto-plugin", "openssl-3"),
      "'openssl-3' names the same plugin as 'openssl'"),
-    ((*DIGEST, "--qcrypto-plugin", "hashlib,hashlib"), "same plugin"),
+    ((*DIGEST, "--qcrypto-plugin", "hashlib,hashlib"),
+     "--qcrypto-plugin: 'hashlib' is given twice; give each plugin once"),
+    ((*DIGEST, "--qcrypto-history="), "--qcrypto-history: the PATH is empty; give a folder name"),
     ((*DIGEST, "--qcrypto-plugin", ",".join(["hashlib"] * 11)), "at most 10 plugins, got 11"),
     ((*DIGEST, "--qcrypto-size", "0"), "buffer size must be at least 1 byte, not 0"),
     ((*DIGEST, "--qcrypto-size", "-16"), "buffer size must be at least 1 byte, not -16"),
@@ -65,6 +67,19 @@ def test_x(qcrypto_case, qcrypto_context):
     out = r.stdout.str()
     assert "@pytest.mark.qcrypto: algorithms: unknown algorithm 'sha265'; did you mean sha256" in out
     assert "Traceback" not in out
+
+
+def test_a_marker_size_the_algorithm_cannot_take_names_sizes_not_the_option(pytester):
+    pytester.makepyfile('''
+import pytest
+@pytest.mark.qcrypto(algorithms=["aes-128-cbc"], plugins=["openssl"], sizes=[17])
+def test_x(qcrypto_case, qcrypto_context):
+    pass
+''')
+    r = pytester.runpytest()
+    r.assert_outcomes(errors=1)
+    assert ("test_x: @pytest.mark.qcrypto: sizes: aes-128-cbc is a 128-bit block cipher in CBC "
+            "mode without padding") in r.stdout.str()
 
 
 def test_third_party_plugin_with_a_bad_name_is_a_usage_error(pytester):

@@ -47,7 +47,9 @@ def resolve_algorithm(name: str | Algorithm) -> Algorithm:
         return name
     alg = catalog.lookup(name)
     if alg is None:
-        raise Unsupported(f"unknown algorithm {name!r}")
+        close = catalog.suggest(name, catalog.KINDS) if isinstance(name, str) else []
+        hint = f"; did you mean {', '.join(close)}?" if close else ""
+        raise Unsupported(f"unknown algorithm {name!r}{hint} (see qcrypto list)")
     return alg
 
 

@@ -70,7 +70,7 @@ def paths(config: pytest.Config, name: str) -> list[str]:
     for text in _typed(config, name):
         if not text.strip():
             raise SettingsError(f"--{name.replace('_', '-')}: the PATH is empty; give a "
-                                "file name")
+                                f"{'folder' if name == 'qcrypto_history' else 'file'} name")
         files.setdefault(os.path.abspath(config.invocation_params.dir / text), text)
     return list(files.values())
 

@@ -181,8 +181,9 @@ def marker_cases(run: Run, marker: pytest.Mark) -> list[Case]:
         raise SettingsError("give at least one algorithm")
     typed = settings.split_list(_as_list(kwargs.pop("plugins", None)))
     selections = [run.registry.resolve(t) for t in typed] or run.selections
-    sizes_t = _marker_sizes(run, kwargs.pop("sizes", None))
-    settings.check_sizes(algorithms, sizes_t)
+    given = kwargs.pop("sizes", None)  # the marker's sizes (None: the run's --qcrypto-size)
+    sizes_t = _marker_sizes(run, given)
+    settings.check_sizes(algorithms, sizes_t, "--qcrypto-size" if given is None else "sizes")
     decrypt = bool(kwargs.pop("decrypt", False))
     roundtrip = bool(kwargs.pop("roundtrip", False))
     if decrypt and roundtrip:

@@ -216,8 +216,9 @@ class RunSettings:
         seen: dict[str, str] = {}
         for s in chosen:
             if s.canonical in seen:
-                raise RegistryError(f"{where}: {s.typed!r} names the same plugin as "
-                                    f"{seen[s.canonical]!r}; give each plugin once")
+                again = ("is given twice" if s.typed == seen[s.canonical]
+                         else f"names the same plugin as {seen[s.canonical]!r}")
+                raise RegistryError(f"{where}: {s.typed!r} {again}; give each plugin once")
             seen[s.canonical] = s.typed
         algs = self.settings.algorithms
         if not chosen and algs and not any(a.rules.sized for a in algs):
