@@ -49,7 +49,10 @@ def test_the_line_counts_items_and_estimates_from_their_mean_duration():
     ((59, 210, "r.json"), "interrupted: 59 of 210 cells measured, results saved to r.json"),
     ((0, 3, None), "interrupted: 0 of 3 cells measured, nothing saved"),
     ((2, 3, None, "SIGTERM"), "interrupted by SIGTERM: 2 of 3 cells measured, nothing saved"),
-    ((2, 3, None, "SIGINT"), "interrupted: 2 of 3 cells measured, nothing saved")])
+    ((2, 3, None, "SIGINT"), "interrupted: 2 of 3 cells measured, nothing saved"),
+    ((7, 7, "r.json", None, 7),
+     "interrupted: 7 of 7 cells measured (7 with fewer rounds than planned), results saved "
+     "to r.json")])
 def test_the_interrupted_line(args, line):
     assert progress.interrupted_line(*args) == line
 

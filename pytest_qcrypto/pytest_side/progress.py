@@ -165,13 +165,15 @@ class Progress:
 
 
 def interrupted_line(measured: int, total: int, saved_to: str | None,
-                     signal_name: str | None = None) -> str:
+                     signal_name: str | None = None, short: int = 0) -> str:
     """``interrupted: 59 of 210 cells measured, results saved to r.json`` (``..., nothing
     saved`` without a results file; ``interrupted by SIGTERM: ...`` for that signal, and
-    for SIGHUP)."""
+    for SIGHUP); ``short``: how many of the measured cells, taken in turn, had fewer rounds
+    than planned when the interrupt came."""
     how = f" by {signal_name}" if signal_name in ("SIGTERM", "SIGHUP") else ""
     where = f"results saved to {saved_to}" if saved_to else "nothing saved"
-    return f"interrupted{how}: {measured} of {total} cells measured, {where}"
+    cut = f" ({short} with fewer rounds than planned)" if short else ""
+    return f"interrupted{how}: {measured} of {total} cells measured{cut}, {where}"
 
 
 class Ending:
@@ -217,11 +219,14 @@ class Ending:
         run = manager.get_plugin("qcrypto-run")
         guard = manager.get_plugin("qcrypto-guard")
         cells = run.ledger.cells if run is not None else {}
-        measured = sum(1 for c in cells.values() if c.measurement is not None)
+        ms = [c.measurement for c in cells.values() if c.measurement is not None]
         total = sum(1 for i in self._items if case_of(i) is not None) or len(self._items)
         gate = run.gate if run is not None else None
         seen = guard.interrupts.seen if guard is not None else None
-        self.line = interrupted_line(measured, max(total, measured), _saved_to(gate), seen)
+        sp = getattr(run, "spread_cells", None)  # cells taken in turn: rounds planned each
+        planned = sp.spread.rounds if sp and sp.all else 0  # False: not in turn
+        short = sum(1 for m in ms if m.spread_s and len(m.rounds_s) < planned)
+        self.line = interrupted_line(len(ms), max(total, len(ms)), _saved_to(gate), seen, short)
 
 def _saved_to(gate: Any) -> str | None:
     """Where the results file went, from the gate's line (``... saved to PATH ...``), shown
