@@ -101,6 +101,17 @@ needs_rate = pytest.mark.skipif(cycles.reference() is None, reason="no cycle rat
 
 
 @needs_rate
+def test_cpb_on_signatures_is_cycles_per_operation_and_no_note_says_it_had_no_effect(pytester):
+    # the note said "--qcrypto-unit=cpb had no effect ...: they are in ops/s" under this table
+    r = pytester.runpytest_subprocess("--qcrypto-pkey=ed25519", "--qcrypto-unit=cpb",
+                                      "--qcrypto-plugin=openssl", *FAST)
+    assert r.ret == 0
+    assert ("Benchmark results for 'ed25519' signature (cycles per operation; fewer is "
+            "faster):") in r.outlines
+    assert not [line for line in r.outlines if "had no effect" in line]
+
+
+@needs_rate
 def test_pytest_prints_a_cycles_per_byte_table_with_its_source(pytester):
     r = pytester.runpytest_subprocess("--qcrypto-digest=sha256", "--qcrypto-unit=cpb",
                                       "--qcrypto-plugin=hashlib", "--qcrypto-size=16,4096", *FAST)

@@ -129,7 +129,7 @@ def unused_options(s: Settings, size_given: bool = False, unit: str | None = Non
     has that direction (the kinds without a size measure each of their operations anyway);
     ``--qcrypto-size`` (``size_given``: from the command line or the ini file) where no
     algorithm has a buffer size; ``--qcrypto-unit`` (``unit``: as given, None when not)
-    where a kind's tables are in ops/s whatever it says."""
+    where a kind's tables are in ops/s whatever it says (cpb is not: cycles per operation)."""
     algs = s.algorithms
     notes = []
     if (s.decrypt or s.roundtrip) and not any(a.rules.sized and a.can_decrypt for a in algs):
@@ -144,7 +144,7 @@ def unused_options(s: Settings, size_given: bool = False, unit: str | None = Non
     if size_given and algs and len(sizeless) == len(algs):
         notes.append(f"qcrypto: --qcrypto-size had no effect: {_kinds_of(sizeless)} have no "
                      "buffer size (one cell per operation)")
-    if unit is not None and unit != "ops/s" and sizeless:
+    if unit is not None and unit not in ("ops/s", "cpb") and sizeless:
         notes.append(f"qcrypto: --qcrypto-unit={unit} had no effect on the tables of "
                      f"{_kinds_of(sizeless)}: they are in operations per second (ops/s)")
     return notes
