@@ -103,3 +103,13 @@ def test_a_run_saves_and_shows_its_update_size(pytester):
     assert ("qcrypto: digests and MACs fed 64 bytes an update() (--qcrypto-update-size=64), a "
             "fresh state each operation") in r.outlines
     assert json.loads((pytester.path / "out.json").read_text())["settings"]["update_size"] == 64
+
+
+def test_a_run_without_digests_or_macs_says_the_update_size_had_no_effect(pytester):
+    r = pytester.runpytest_subprocess("--qcrypto-cipher=aes-128-cbc,aes-128-gcm",
+                                      "--qcrypto-plugin=openssl", "--qcrypto-size=16",
+                                      "--qcrypto-update-size=100", *FAST)
+    assert r.ret == 0
+    assert ("qcrypto: --qcrypto-update-size had no effect: it feeds digests and MACs in pieces, "
+            "not ciphers and AEADs") in r.outlines
+    assert not [line for line in r.outlines if "fed 100 bytes an update()" in line]

@@ -80,7 +80,7 @@ def notes(s: Settings, measurements: Sequence[Measurement] = ()) -> list[str]:
     lines: list[str] = []
     if s.quick and measurements:
         lines.append(QUICK_NOTE)
-    if s.update_size and measurements:
+    if s.update_size and any(str(m.direction) in ("digest", "mac") for m in measurements):
         lines.append(f"qcrypto: digests and MACs fed {s.update_size} bytes an update() "
                      f"(--qcrypto-update-size={s.update_size}), a fresh state each operation")
     if s.misalign is not None and measurements:
@@ -144,6 +144,9 @@ def unused_options(s: Settings, size_given: bool = False, unit: str | None = Non
     if size_given and algs and len(sizeless) == len(algs):
         notes.append(f"qcrypto: --qcrypto-size had no effect: {_kinds_of(sizeless)} have no "
                      "buffer size (one cell per operation)")
+    if s.update_size and algs and not any(a.kind in buffers.PIECEWISE for a in algs):
+        notes.append("qcrypto: --qcrypto-update-size had no effect: it feeds digests and MACs "
+                     f"in pieces, not {_kinds_of(algs)}")
     if unit is not None and unit not in ("ops/s", "cpb") and sizeless:
         notes.append(f"qcrypto: --qcrypto-unit={unit} had no effect on the tables of "
                      f"{_kinds_of(sizeless)}: they are in operations per second (ops/s)")
