@@ -75,3 +75,16 @@ def test_bare_output_writes_nothing_to_stdout_and_a_failed_write_is_a_problem(tm
     assert problems == [f"--qcrypto-output: cannot write {target}: {target} is a directory, "
                         "not a regular file"]
     assert term.lines == ["=== qcrypto speed ===", f"ERROR: {problems[0]}"]
+
+
+def test_the_file_of_the_results_or_the_baseline_is_refused_and_left_as_it_was(pytester):
+    r = pytester.runpytest(*RUN, "--qcrypto-output=./r.json", "--qcrypto-save=r.json")
+    assert r.ret == pytest.ExitCode.USAGE_ERROR
+    assert ("ERROR: --qcrypto-output and --qcrypto-save both name r.json: the tables would "
+            "replace the results file; give the tables a file of their own") in r.errlines
+    assert pytester.runpytest(*RUN, "--qcrypto-save=base.json").ret == 0
+    before = (pytester.path / "base.json").read_bytes()
+    r = pytester.runpytest(*RUN, "--qcrypto-output=base.json", "--qcrypto-compare=base.json")
+    assert r.ret == pytest.ExitCode.USAGE_ERROR
+    assert "ERROR: --qcrypto-output and --qcrypto-compare both name base.json" in r.stderr.str()
+    assert (pytester.path / "base.json").read_bytes() == before

@@ -162,10 +162,20 @@ def parse_output(unit: str | None = None, fmt: str | None = None,
 
 
 def output_of(getoption: Callable[[str], Any], plotter: Plotter | None = None) -> Output:
-    """:func:`parse_output` of a pytest config's options (``config.getoption``)."""
-    return parse_output(getoption("qcrypto_unit"), getoption("qcrypto_format"),
-                        getoption("qcrypto_plot"), getoption("qcrypto_bare"), plotter,
-                        getoption("qcrypto_output"))
+    """:func:`parse_output` of a pytest config's options (``config.getoption``); an
+    ``--qcrypto-output`` that is the file of ``--qcrypto-save`` or ``--qcrypto-compare``
+    is refused: the tables would replace the results file or the baseline."""
+    out = parse_output(getoption("qcrypto_unit"), getoption("qcrypto_format"),
+                       getoption("qcrypto_plot"), getoption("qcrypto_bare"), plotter,
+                       getoption("qcrypto_output"))
+    for flag in ("save", "compare") if out.path else ():
+        given = getoption(f"qcrypto_{flag}")
+        for typed in [given] if isinstance(given, str) else given or ():
+            if typed and os.path.realpath(typed) == os.path.realpath(out.path):
+                raise SettingsError(f"--qcrypto-output and --qcrypto-{flag} both name {typed}: "
+                                    "the tables would replace the results file; give the "
+                                    "tables a file of their own")
+    return out
 
 
 def unwritten(output: Output, measured: bool, interrupted: bool) -> tuple[Output, list[str]]:
