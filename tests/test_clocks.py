@@ -45,10 +45,10 @@ def test_cells_of_several_jobs_stay_by_wall_time():
 @pytest.mark.parametrize("cpu_per_op, lines", [
     (1000, []), (920, []), (1080, []),
     (600, ["qcrypto: CPU time and wall time differ by more than 10% in 1 cell:",
-           "  afalg sha256 16 bytes: CPU time 40% under wall time (work off this CPU, as a "
+           "  sha256 afalg 16 bytes: CPU time 40% under wall time (work off this CPU, as a "
            "kernel thread or an accelerator, or waiting for a CPU)"]),
     (1250, ["qcrypto: CPU time and wall time differ by more than 10% in 1 cell:",
-            "  afalg sha256 16 bytes: CPU time 25% over wall time (other threads of the "
+            "  sha256 afalg 16 bytes: CPU time 25% over wall time (other threads of the "
             "process worked at the same time)"]),
 ])
 def test_a_difference_over_10_percent_is_noted_with_its_direction(cpu_per_op, lines):
@@ -57,7 +57,7 @@ def test_a_difference_over_10_percent_is_noted_with_its_direction(cpu_per_op, li
 
 def test_a_size_less_cell_is_named_by_its_operation():
     m = Measurement("ed25519", "openssl", 0, "sign", 10, (1.0,), (0.5,))
-    assert clocks.difference_lines([m])[1].startswith("  openssl ed25519 sign: CPU time 50% under")
+    assert clocks.difference_lines([m])[1].startswith("  ed25519 openssl sign: CPU time 50% under")
 
 
 def test_a_bad_clock_names_the_choices():
@@ -81,3 +81,21 @@ def test_a_bad_clock_is_a_usage_error(pytester):
     r = pytester.runpytest_subprocess("--qcrypto-digest", "sha256", "--qcrypto-clock=sun")
     assert r.ret == 4
     assert "--qcrypto-clock: 'sun' is not a clock; choose wall" in r.stderr.str()
+
+
+def test_a_cell_the_noisy_figures_note_already_names_gets_no_second_note():
+    # CPU time half the wall time: "noisy figure, CPU time under wall time" says it (with its
+    # reason); the clock note is left for what that note does not cover (CPU over wall time)
+    from pytest_qcrypto.algorithms.settings import Settings
+    from pytest_qcrypto.measure import noise
+    from pytest_qcrypto.pytest_side import quoting
+
+    under = Measurement("ed25519", "openssl", 0, "sign", 10, (1.0,), (0.5,))
+    over = Measurement("ed25519", "openssl", 0, "verify", 10, (1.0,), (1.5,))
+    assert noise.noise_lines([under]) == [
+        "noisy figure, CPU time under wall time: ed25519 openssl sign: CPU time 50% of wall "
+        "time: the machine was busy, or the work ran off the CPU"]
+    assert quoting.notes(Settings(), [under, over]) == [
+        "qcrypto: CPU time and wall time differ by more than 10% in 1 cell:",
+        "  ed25519 openssl verify: CPU time 50% over wall time (other threads of the process "
+        "worked at the same time)"]

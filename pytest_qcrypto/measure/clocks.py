@@ -68,7 +68,7 @@ def cpu_share(m: Measurement) -> float | None:
 
 def _cell(m: Measurement) -> str:
     where = f"{m.size} bytes" if m.size else m.direction
-    return f"{m.plugin} {m.algorithm} {where}"
+    return f"{m.algorithm} {m.plugin} {where}"  # as the noisy figures' note names a cell
 
 
 def difference_lines(measurements: Iterable[Measurement],

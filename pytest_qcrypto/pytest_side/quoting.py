@@ -22,7 +22,7 @@ import pytest
 
 from pytest_qcrypto.algorithms.catalog import Algorithm
 from pytest_qcrypto.algorithms.settings import Settings, SettingsError
-from pytest_qcrypto.measure import buffers, clocks, cycles
+from pytest_qcrypto.measure import buffers, clocks, cycles, noise
 from pytest_qcrypto.measure.harness import Measurement
 from pytest_qcrypto.output.tables import Table
 from pytest_qcrypto.pytest_side import options
@@ -76,7 +76,8 @@ def notes(s: Settings, measurements: Sequence[Measurement] = ()) -> list[str]:
     """The notes under the tables (beside :func:`unused_options`'s): the quick run's
     (:data:`QUICK_NOTE`) when anything was measured, the clock of the figures and the cells
     whose CPU and wall time differ by more than 10%
-    (:func:`pytest_qcrypto.measure.clocks.difference_lines`)."""
+    (:func:`pytest_qcrypto.measure.clocks.difference_lines`) but are not among the noisy
+    figures' "CPU time under wall time" (:mod:`pytest_qcrypto.measure.noise`): one note a cell."""
     lines: list[str] = []
     if s.quick and measurements:
         lines.append(QUICK_NOTE)
@@ -86,8 +87,9 @@ def notes(s: Settings, measurements: Sequence[Measurement] = ()) -> list[str]:
     if s.misalign is not None and measurements:
         lines.append(f"qcrypto: every buffer {s.misalign} bytes past a 64-byte boundary "
                      f"(--qcrypto-misalign={s.misalign}, as openssl speed -misalign)")
-    return lines + clocks.clock_lines(s.clock, measurements) + \
-        clocks.difference_lines(measurements)
+    under = noise.NOISE_KINDS[2]  # the noisy-figures note already says these, which way
+    return lines + clocks.clock_lines(s.clock, measurements) + clocks.difference_lines(
+        m for m in measurements if under not in dict(noise.noise_kinds(m)))
 
 
 def cycles_lines(unit: str, measurements: Sequence[Measurement]) -> list[str]:
