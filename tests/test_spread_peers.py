@@ -64,7 +64,7 @@ def test_the_same_shift_with_the_peers_unmoved_is_a_regression():
     assert v.drift.slowdown == pytest.approx(0.3)
     assert v.drift.band == 0.0  # every side's rounds repeat exactly: nothing to resample
     assert "change -30.0% against sha256's other plugins at this size (openssl, " \
-        "pycryptodome moved +0.0%), in the slow phase (-30.0% by the clock)" in v.message
+        "pycryptodome moved +0.0%), pass by pass (-30.0% by the clock)" in v.message
     assert "slow phase of spread rounds, against its peers" in v.message
 
 
@@ -183,3 +183,29 @@ def test_qcrypto_compare_judges_saved_cells_against_their_peers(pytester, peer_s
         assert "ERROR: qcrypto: nothing could be told: for each of the 2 cells judged" in text
     else:
         assert "against sha256's other plugins at this size (openssl moved +0.0%)" in text
+
+
+def phased(pattern, scale=1.0, plugin="hashlib"):
+    """A cell whose round ``i`` took ``SLOW x scale / pattern[i]``: the machine ``pattern[i]``
+    times faster in pass ``i`` for every cell alike."""
+    r = tuple(SLOW * scale / f for f in pattern)
+    return Measurement("sha256", plugin, 256, "digest", 1000, r, cpu_s=r,
+                       canonical_plugin=plugin, spread_s=9.0)
+
+
+def test_peers_are_compared_pass_by_pass_so_the_phases_cancel():
+    # the machine's speed changes from pass to pass (1 to 1.8x), differently in the two runs;
+    # every cell of a pass moves alike, and the cell is 20% slower in the current run
+    before = [1.0, 1.8, 1.1, 1.5, 1.0, 1.3, 1.7, 1.0, 1.2, 1.6] * 2 + [1.0, 1.4, 1.1, 1.0, 1.5]
+    after = [1.8 if i % 3 else 1.0 for i in range(25)]
+    peers = [(phased(after, plugin=p), Result.from_measurement(phased(before, plugin=p)))
+             for p in ("openssl", "pycryptodome")]
+    v = judged(phased(after, 1 / 0.8), Result.from_measurement(phased(before)), peers)
+    assert v.status == gate.REGRESSION and v.failed
+    assert v.drift.slowdown == pytest.approx(0.2) and v.drift.band == pytest.approx(0.0)
+    assert "pass by pass" in v.message
+    # the same rounds, one peer a round short: the passes do not line up, so the slow phases
+    # are compared as before, and the phases the two runs sampled differently hide it
+    short = [(phased(after[:-1], plugin="openssl"), peers[0][1]), peers[1]]
+    v = judged(phased(after, 1 / 0.8), Result.from_measurement(phased(before)), short)
+    assert v.status != gate.REGRESSION and "pass by pass" not in v.message

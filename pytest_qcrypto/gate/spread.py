@@ -30,9 +30,15 @@ a median (or a mean) moves with it; the slow phase does not.  The rule:
   and no spreading within a run can see it.  What moves with it is the same work: the same
   algorithm at the same buffer size in the run's other crypto plugins (the same instructions,
   SHA-NI or AES-NI, the same call pattern), measured in the same passes.  When a cell has
-  such peers (:func:`peers_of`, spread on both sides), its log ratio is taken less the
-  median of theirs, with a band resampled over every side: beyond the threshold that way is
-  a regression; slower by its own figures, but not relative to its peers, is *cannot tell*
+  such peers (:func:`peers_of`, spread on both sides), it is compared with them *pass by
+  pass* (:func:`paired_change`): in each pass, the log of its rate less the median of its
+  peers' in that pass (taken within the same second, so the phase cancels), averaged over
+  the passes, current less baseline, with a band from resampling each side's passes
+  (measured with ``benchmarks/gate_drift.py``'s kept rounds, 2026-12-04: same-code failures
+  0, 2 and 0 of 20 by neighbour, 20% slowdowns caught in 18 to 20 of 20 at 16 and 256 B,
+  against 16 and 15 of 20 quiet for the slow phases' ratio); when the passes do not line up
+  (a cell dropped), the slow phases' log ratio less the median of the peers', with a band
+  resampled over every side.  Beyond the threshold that way is a regression; slower by its own figures, but not relative to its peers, is *cannot tell*
   (the machine moved, or something they share did: an A/B run or counted instructions can
   tell).  A cell with no peer of its own algorithm takes every other cell of the run as its
   peers and is judged against *the most slowed* of them: a machine state does not move
@@ -184,6 +190,33 @@ def _adjusted_band(own: tuple[Sequence[float], Sequence[float]],
     return math.expm1(BAND_SD * statistics.stdev(logs))
 
 
+def _pass_logs(own: Sequence[float], peers: Sequence[Sequence[float]]) -> list[float] | None:
+    """Pass by pass, the log of the cell's rate less the median log rate of its peers in that
+    pass (a spread run takes round ``i`` of every cell in pass ``i``); None unless every peer
+    has as many rounds as the cell."""
+    if any(len(p) != len(own) for p in peers):
+        return None
+    return [math.log(x) - statistics.median(math.log(p[i]) for p in peers)
+            for i, x in enumerate(own)]
+
+
+def paired_change(own: tuple[Sequence[float], Sequence[float]],
+                  pairs: Sequence[tuple[Sequence[float], Sequence[float]]],
+                  seed: int = SEED) -> tuple[float, float] | None:
+    """The cell's log change against its peers taken pass by pass: the mean of the current
+    run's :func:`_pass_logs` less the baseline's; and its band (a fraction), the passes of
+    each side resampled :data:`RESAMPLES` times.  None when the passes do not line up."""
+    base = _pass_logs(own[0], [b for b, _ in pairs])
+    now = _pass_logs(own[1], [n for _, n in pairs])
+    if base is None or now is None:
+        return None
+    rng = random.Random(seed)
+    logs = [statistics.fmean(rng.choices(now, k=len(now)))
+            - statistics.fmean(rng.choices(base, k=len(base))) for _ in range(RESAMPLES)]
+    return (statistics.fmean(now) - statistics.fmean(base),
+            math.expm1(BAND_SD * statistics.stdev(logs)))
+
+
 def spread_test(m: Measurement, baseline: Result, threshold_pct: float,
                 peers: Sequence[Pair] = ()) -> DriftTest | None:
     """The rule on ``m`` against ``baseline``; None unless both took spread rounds.
@@ -228,9 +261,13 @@ def spread_test(m: Measurement, baseline: Result, threshold_pct: float,
         who = "the run's other cells"
         moved = (f"the most slowed, {worst.algorithm} {worst.plugin} {worst.size} B, moved "
                  f"{math.expm1(shift):+.1%}")
-    adjusted = DriftTest(rel, _adjusted_band((base, now), pairs, worst=not own), (rel,),
-                         threshold_pct, len(base), len(now), rule=f"{rule}, against its peers",
-                         against=f"against {who} ({moved}), in the slow phase")
+    paired = paired_change((base, now), pairs) if own else None
+    if paired is not None:  # the same passes: the machine's phases cancel pass by pass
+        rel, width, how = -math.expm1(paired[0]), paired[1], "pass by pass"
+    else:
+        width, how = _adjusted_band((base, now), pairs, worst=not own), "in the slow phase"
+    adjusted = DriftTest(rel, width, (rel,), threshold_pct, len(base), len(now),
+                         rule=f"{rule}, against its peers", against=f"against {who} ({moved}), {how}")
     if adjusted.status == REGRESSION:
         return adjusted
     if raw.status == REGRESSION:  # slower by its own figures, but so are its peers
