@@ -188,12 +188,12 @@ def test_speed_builds_one_pytest_command_line():
     ns, extra = cli.build_parser().parse_known_args(
         ["speed", "-D", "sha256", "-P", "openssl", "-P", "hashlib", "--qcrypto-size", "16"])
     assert cli.speed_args(ns, extra) == [
-        "--qcrypto-bare", "-p", "no:cacheprovider", "-qq", "--qcrypto-digest", "sha256",
+        "--qcrypto-bare", "-p", "no:cacheprovider", "--assert=plain", "-qq", "--qcrypto-digest", "sha256",
         "--qcrypto-plugin", "openssl", "--qcrypto-plugin", "hashlib", "--qcrypto-size=16"]
     ns, extra = cli.build_parser().parse_known_args(["speed", "-vv", "--qcrypto-seed", "-3"])
     args = cli.speed_args(ns, extra)
-    assert args[3:6] == ["-v", "-v", "--no-header"]
-    assert ["--qcrypto-digest", "all", "--qcrypto-cipher", "all"] == args[6:10]
+    assert args[4:7] == ["-v", "-v", "--no-header"]
+    assert ["--qcrypto-digest", "all", "--qcrypto-cipher", "all"] == args[7:11]
     assert args[-1:] == ["--qcrypto-seed=-3"]
     ns, extra = cli.build_parser().parse_known_args(["speed", "--qcrypto-digest=md5"])
     assert "all" not in cli.speed_args(ns, extra)

@@ -385,10 +385,10 @@ def test_qcrypto_speed_takes_S_and_K_and_all_includes_them(capsys):
     from pytest_qcrypto.commands import qcrypto as cli
 
     ns, extra = cli.build_parser().parse_known_args(["speed", "-S", "ed25519", "-P", "openssl"])
-    assert cli.speed_args(ns, extra)[3:] == ["-qq", "--qcrypto-pkey", "ed25519",
+    assert cli.speed_args(ns, extra)[4:] == ["-qq", "--qcrypto-pkey", "ed25519",
                                              "--qcrypto-plugin", "openssl"]
     ns, extra = cli.build_parser().parse_known_args(["speed", "-K", "scrypt-n1024"])
-    assert cli.speed_args(ns, extra)[3:] == ["-qq", "--qcrypto-kdf", "scrypt-n1024"]
+    assert cli.speed_args(ns, extra)[4:] == ["-qq", "--qcrypto-kdf", "scrypt-n1024"]
     ns, extra = cli.build_parser().parse_known_args(["speed"])
     args = cli.speed_args(ns, extra)
     assert ["--qcrypto-pkey", "all", "--qcrypto-kdf", "all"] == args[-4:]

@@ -7,6 +7,7 @@ import sys
 import pytest
 
 from conftest import TEST_PLUGINS
+from pkey_doubles import PKEY_PLUGINS
 from pytest_qcrypto.commands import qcrypto as cli
 from pytest_qcrypto.measure import harness
 from pytest_qcrypto.pytest_side import quoting
@@ -83,3 +84,113 @@ def test_speed_quick_exits_1_when_a_plugin_answers_wrongly(pytester):
     assert r.outlines[2].split() == ["wrong", "x", "x", "x", "x", "x", "x", "x"]
     assert r.outlines[3].startswith("  x wrong (all sizes) failed: wrong gave a wrong answer "
                                     "for sha256 digest on vector 'FIPS 180-4 examples")
+
+
+# -- what a quick run leaves out: fresh key pairs and the reference workload ---------------
+
+#: doubleplug's ed25519 (pkey_doubles.PKEY_PLUGINS) as ``counted``, on a fake clock: 50 us
+#: an operation; counted.json gets the contexts opened and closed, each timed run's count
+#: and each measurement's reference times.
+COUNTED = PKEY_PLUGINS + '''
+import json, pathlib
+
+CLOCK, SAVED, OPENED, CLOSED, RUNS = {"ns": 0}, {}, [], [], []
+
+def pytest_configure(config):
+    SAVED.update(wall=time.perf_counter_ns, cpu=time.process_time_ns)
+    time.perf_counter_ns = time.process_time_ns = lambda: CLOCK["ns"]
+
+def pytest_unconfigure(config):
+    time.perf_counter_ns, time.process_time_ns = SAVED["wall"], SAVED["cpu"]
+    run = config.pluginmanager.get_plugin("qcrypto-run")
+    pathlib.Path("counted.json").write_text(json.dumps({
+        "opened": len(OPENED), "closed": len(CLOSED), "runs": RUNS,
+        "references": [len(m.reference_s) for m in run.ledger.measurements]}))
+
+class CountedContext(PkeyContext):
+    def __init__(self, algorithm, key):
+        super().__init__(algorithm, key)
+        OPENED.append(algorithm.name)
+    def close(self):
+        CLOSED.append(self.algorithm.name)
+    def runner(self, work):
+        run = super().runner(work)
+        def timed(count):
+            RUNS.append([work.operation, count])
+            run(count)
+            CLOCK["ns"] += 50_000 * count
+        return timed
+
+class Counted(CryptoPlugin):
+    name = "counted"
+    library = "pyca/cryptography, counted"
+    def supported(self):
+        return frozenset({"ed25519"})
+    def open(self, algorithm, key, variant=None):
+        return CountedContext(algorithm, key)
+
+def pytest_qcrypto_plugins():
+    return [PeerPlug(), Counted()]
+'''
+
+
+def counted_run(pytester, *args):
+    pytester.makeconftest(COUNTED)
+    r = pytester.runpytest_subprocess("--qcrypto-pkey", "ed25519", "--qcrypto-plugin", "counted",
+                                      "-p", "no:cacheprovider", *args)
+    assert r.ret == 0, r.outlines
+    return json.loads((pytester.path / "counted.json").read_text())
+
+
+def test_a_quick_run_lends_key_pairs_and_times_one_round_without_the_reference(pytester):
+    got = counted_run(pytester, "--qcrypto-quick")
+    # one key pair for both cells and their self and cross checks, and the three RFC 8032
+    # vectors' own contexts in each cell's known answers (every check still runs): 1 + 2 x 3
+    # opened, all closed (the lent one at the end of the run)
+    assert (got["opened"], got["closed"]) == (7, 7)
+    # each cell: 1 and 2 operations (50 us each), then the 32 predicted to take 1 ms, whose
+    # run is its one timed round
+    assert got["runs"] == [["sign", 1], ["sign", 2], ["sign", 32],
+                           ["verify", 1], ["verify", 2], ["verify", 32]]
+    assert got["references"] == [0, 0]
+
+
+def test_a_normal_run_opens_its_own_key_pairs_and_times_the_reference(pytester):
+    got = counted_run(pytester, "--qcrypto-min-time=0.001", "--qcrypto-rounds=2")
+    # each cell: its own context, the three vectors' and one for the self check: 2 x 5
+    assert (got["opened"], got["closed"]) == (10, 10)
+    assert got["runs"] == [["sign", 1], ["sign", 2], ["sign", 32], ["sign", 32],
+                           ["verify", 1], ["verify", 2], ["verify", 32], ["verify", 32]]
+    assert got["references"] == [2, 2]
+
+
+def test_speed_quick_exits_1_when_a_public_key_answer_is_wrong(pytester, monkeypatch):
+    pytester.makeconftest(PKEY_PLUGINS)  # BAD_SIGNATURE=1: peerplug signs with another key
+    monkeypatch.setenv("BAD_SIGNATURE", "1")
+    r = qcrypto(pytester, "speed", "--quick", "-S", "ed25519", "-P", "peerplug")
+    assert r.ret == 1, r.stderr.str()
+    assert ("  x peerplug (all operations) failed: peerplug ed25519: self check: its own "
+            "signature does not verify") in r.outlines  # both cells, each checked with the key
+    assert {"FAILED qcrypto::ed25519[peerplug-sign] - Failed: peerplug ed25519: self check...",
+            "FAILED qcrypto::ed25519[peerplug-verify] - Failed: peerplug ed25519: self che..."
+            } <= set(r.errlines)  # pair lent from the sign cell to the verify cell
+
+
+def test_key_pairs_lend_a_context_again_once_kept_and_close_what_they_kept():
+    from pytest_qcrypto.algorithms import catalog
+    from pytest_qcrypto.measure.reuse import KeyPairs
+
+    class Ctx:
+        def __init__(self, alg):
+            self.alg = alg
+
+    keys, closed = KeyPairs(), []
+    ed, rsa = catalog.lookup("ed25519"), catalog.lookup("rsa2048")
+    lend = keys.lend("plug", Ctx)
+    a = lend(ed)
+    b = lend(ed)  # a is out: a second key pair
+    assert keys.keep(a) and keys.keep(b) and not keys.keep(Ctx(ed))  # (not lent: caller closes)
+    assert {id(lend(ed)), id(lend(ed))} == {id(a), id(b)} and keys.made == 2
+    keys.keep(a)
+    assert lend(rsa) is not a and keys.lend("other", Ctx)(ed) is not a and keys.made == 4
+    assert keys.close(closed.append) is None and closed == [a]

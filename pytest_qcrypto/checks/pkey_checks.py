@@ -22,7 +22,7 @@ import hashlib
 import json
 from collections.abc import Callable, Sequence
 from contextlib import ExitStack
-from functools import cache
+from functools import cache, partial
 from importlib import resources
 from typing import Any
 
@@ -82,8 +82,9 @@ def _verified(plugin: str, value: object) -> bool:
 class _Checker:
     """One run of :func:`check`: the plugin, the algorithm, and the contexts to close."""
 
-    def __init__(self, plugin: str, alg: Algorithm, stack: ExitStack) -> None:
-        self.plugin, self.alg, self.stack = plugin, alg, stack
+    def __init__(self, plugin: str, alg: Algorithm, stack: ExitStack,
+                 close: Callable[[Context], None] | None = None) -> None:
+        self.plugin, self.alg, self.stack, self.close = plugin, alg, stack, close
         self.skipped: list[str] = []
 
     def fail(self, where: str, what: str, got: bytes | None = None,
@@ -93,7 +94,7 @@ class _Checker:
 
     def open(self, opener: Opener, alg: Algorithm | None = None) -> Context:
         ctx = opener(alg or self.alg)
-        self.stack.callback(ctx.close)
+        self.stack.callback(ctx.close if self.close is None else partial(self.close, ctx))
         return ctx
 
     # -- known answers --------------------------------------------------------------------
@@ -257,13 +258,17 @@ class _Blamed:
 
 
 def check(plugin: str, alg: Algorithm, open_context: Opener,
-          peers: Sequence[tuple[str, Opener]]) -> list[str]:
+          peers: Sequence[tuple[str, Opener]], *, context: Context | None = None,
+          close: Callable[[Context], None] | None = None) -> list[str]:
     """Check ``plugin``'s ``alg`` before it is timed (a kind without a buffer size).
 
     ``open_context(algorithm)`` opens this plugin's context (a KDF vector may need other
     parameters: ``scrypt-n1024-r8-p16``); ``peers`` are the other plugins that have the
     algorithm, by name, with their openers (one that fails to open is left out).  Every
-    context opened here is closed here.
+    context opened here is closed here, by ``close(ctx)`` when given (a quick run keeps
+    its key pairs: :mod:`pytest_qcrypto.measure.reuse`).  ``context``: the plugin's
+    context checked against itself and its peers (the timed one; not closed here), else
+    one opened here; the known answers always open their own.
 
     Runs the known answers of :func:`vectors` (the standard's keys, signatures, shared
     secrets, derived keys), then the checks of the plugin against itself and against each
@@ -282,9 +287,9 @@ def check(plugin: str, alg: Algorithm, open_context: Opener,
     :class:`Unsupported` for it); an empty list when every vector ran.
     """
     with ExitStack() as stack:
-        checker = _Checker(plugin, alg, stack)
+        checker = _Checker(plugin, alg, stack, close)
         checker.known_answers(open_context)
-        ctx = checker.open(open_context)
+        ctx = checker.open(open_context) if context is None else context
         opened: list[tuple[str, Context]] = []
         for name, opener in peers:
             try:

@@ -314,7 +314,9 @@ def speed_args(ns: argparse.Namespace, extra: Sequence[str]) -> list[str]:
     if len(ns.plugins) > settings.MAX_PLUGINS:
         raise UsageError(f"qcrypto speed: -P: at most {settings.MAX_PLUGINS} plugins, "
                          f"got {len(ns.plugins)}")
-    args = ["--qcrypto-bare", "-p", "no:cacheprovider"]
+    # --assert=plain: no test file of the user's runs, so pytest need not rewrite the asserts
+    # of every module of the installed pytest plugins (this one's, hypothesis's) at import
+    args = ["--qcrypto-bare", "-p", "no:cacheprovider", "--assert=plain"]
     if getattr(ns, "measure", None):
         args.append(f"--qcrypto-measure={ns.measure}")
     if getattr(ns, "quick", False):

@@ -33,6 +33,7 @@ from pytest_qcrypto.measure.calibration import Calibrations, key_of
 from pytest_qcrypto.measure.harness import Measurement
 from pytest_qcrypto.measure.randomness import Randomness  # noqa: F401 (its old home)
 from pytest_qcrypto.measure.registry import Selection
+from pytest_qcrypto.measure.reuse import KeyPairs
 
 #: AEAD operations cycle through this many distinct random nonces (one per operation).
 NONCE_POOL = 1024
@@ -61,14 +62,14 @@ def direction_of(alg: Algorithm, decrypt: bool) -> Direction:
 class BenchContext:
     """An open benchmark context (random key) that checks itself before it is timed.
 
-    :meth:`check` runs the known-answer vectors once (on contexts of their
-    own keys); :meth:`measure` calls it first, so nothing unchecked is ever
-    timed.  Use as a context manager, or call :meth:`close`.
+    :meth:`check` runs the known-answer vectors once (on contexts of their own keys);
+    :meth:`measure` calls it first, so nothing unchecked is ever timed.  Use as a context
+    manager, or call :meth:`close`.
     """
 
     def __init__(self, selection: Selection, alg: Algorithm, ctx: Context | None,
                  rng: Randomness, key: bytes | None = None,
-                 calibrations: Calibrations | None = None) -> None:
+                 calibrations: Calibrations | None = None, keys: KeyPairs | None = None) -> None:
         self.selection = selection
         self.algorithm = alg
         #: the plugin's context; None when it is opened afresh in each isolated
@@ -89,6 +90,7 @@ class BenchContext:
         self.closed = False
         #: what this context's (or the run's) measurements showed, where calibration starts
         self.calibrations = calibrations if calibrations is not None else Calibrations()
+        self.keys = keys  #: a quick run's key pairs, lent to contexts and checks (measure/reuse.py)
 
     def check(self) -> None:
         """Run the known-answer vectors of this algorithm on this plugin (once).
@@ -97,8 +99,9 @@ class BenchContext:
         """
         if not self.checked and not self.algorithm.rules.sized:
             sel, rng = self.selection, self.rng
-            pkey_bench.check(sel.typed, self.algorithm,
-                             lambda a: open_plugin_context(sel, a, rng.key(a)), self.peers())
+            opener: pkey_bench.Opener = lambda a: open_plugin_context(sel, a, rng.key(a))
+            checker = pkey_bench.check if self.keys is None else partial(self.keys.check, self.context)
+            checker(sel.typed, self.algorithm, opener, self.peers())  # (quick: lent key pairs)
             self.checked = True
         if not self.checked:
             plugin, variant, alg = self.selection.plugin, self.selection.variant, self.algorithm
@@ -136,7 +139,7 @@ class BenchContext:
                 isolate: bool = False, count: int | None = None, roundtrip: bool = False,
                 check_roundtrip: bool = False, threads: int = 1,
                 operation: str | None = None, measure: str = "time", aad: int = 0, misalign: int | None = None,
-                update_size: int | None = None) -> Measurement:
+                update_size: int | None = None, reference: bool = True) -> Measurement:
         """Time ``size``-byte operations (bytes; ``min_time`` in seconds).
 
         The kinds without a buffer size (signatures, key agreement, KEMs, RSA encryption,
@@ -146,40 +149,38 @@ class BenchContext:
         Their known answers and cross-plugin checks run first (with :attr:`peers`); their
         figure is :attr:`Measurement.ops_per_s`.
 
+        ``reference`` False (a quick run): no reference workload after each round (``reference_s``).
         ``count`` (iterations, 1 to 2**40; None: calibrate) runs exactly that many in every
-        round instead of the doubling loop (``--qcrypto-count``).  ``roundtrip`` times,
-        for ciphers and AEADs, one encryption and one decryption per iteration (direction
-        ``roundtrip``, two operations an iteration; other kinds keep their direction), not
-        with ``decrypt`` (``ValueError``); ``check_roundtrip`` makes each such iteration
-        check that the ciphertext differs from the plaintext and decrypts back to it
-        (one-shot calls, slower: FreeBSD cryptotest's ``-c``), raising
-        ``KnownAnswerError`` on the first that does not.
+        round instead of the doubling loop (``--qcrypto-count``).  ``roundtrip`` times, for
+        ciphers and AEADs, one encryption and one decryption per iteration (direction
+        ``roundtrip``, two operations an iteration; other kinds keep their direction), not with
+        ``decrypt`` (``ValueError``); ``check_roundtrip`` makes each such iteration check that
+        the ciphertext differs from the plaintext and decrypts back to it (one-shot calls,
+        slower: FreeBSD cryptotest's ``-c``), raising ``KnownAnswerError`` on the first wrong.
 
-        Checks the known-answer vectors (once) and the decrypt round trip of
-        the benchmark buffer first; raises ``KnownAnswerError`` if either
-        fails, ``Unsupported`` for a size the algorithm does not take (below its
-        minimum, not a whole number of blocks), ``ValueError`` for a size,
-        ``min_time`` or ``rounds`` outside the limits of the options (see
-        :func:`argument_problem`), ``TimerError`` for a frozen clock.  With
-        ``jobs`` > 1 the rounds run in that many processes at once
-        (:mod:`pytest_qcrypto.measure.jobs`): ``count`` is then the operations of all
-        of them, each round the common window, and ``jobs`` and ``workers``
-        hold the number of processes and the per-worker figures; ``JobsError``
-        when a worker fails.  More ``jobs`` than :func:`pytest_qcrypto.measure.jobs.max_jobs` raises ``ValueError``
-        before anything runs.  ``threads`` > 1: :mod:`pytest_qcrypto.measure.threads` (``ThreadsError``).
+        Checks the known-answer vectors (once) and the decrypt round trip of the benchmark
+        buffer first; raises ``KnownAnswerError`` if either fails, ``Unsupported`` for a size
+        the algorithm does not take (below its minimum, not a whole number of blocks),
+        ``ValueError`` for a size, ``min_time`` or ``rounds`` outside the limits of the options
+        (see :func:`argument_problem`), ``TimerError`` for a frozen clock.  With ``jobs`` > 1
+        the rounds run in that many processes at once (:mod:`pytest_qcrypto.measure.jobs`):
+        ``count`` is then the operations of all of them, each round the common window, and
+        ``jobs`` and ``workers`` hold the number of processes and the per-worker figures;
+        ``JobsError`` when a worker fails.  More ``jobs`` than
+        :func:`pytest_qcrypto.measure.jobs.max_jobs` raises ``ValueError`` before anything runs.
+        ``threads`` > 1: :mod:`pytest_qcrypto.measure.threads` (``ThreadsError``).
 
-        ``timeout`` (seconds, None: no limit) bounds the whole call, known
-        answers included: past it, raises ``MeasurementTimeout`` and, when
-        measured in this process, marks the context :attr:`abandoned` (so does
-        an interrupt, Ctrl-C or SIGTERM).  A known-answer context whose
-        ``close()`` does not return within ``CLOSE_TIMEOUT`` raises
+        ``timeout`` (seconds, None: no limit) bounds the whole call, known answers included:
+        past it, raises ``MeasurementTimeout`` and, when measured in this process, marks the
+        context :attr:`abandoned` (so does an interrupt, Ctrl-C or SIGTERM).  A known-answer
+        context whose ``close()`` does not return within ``CLOSE_TIMEOUT`` raises
         ``CallTimeout``.  ``isolate`` measures in a child process instead (see
-        :mod:`pytest_qcrypto.measure.limits` for what each can stop); a context opened
-        with ``isolate=True`` is opened, checked, measured and closed there,
-        and a failure to open raises :class:`OpenError`.
+        :mod:`pytest_qcrypto.measure.limits` for what each can stop); a context opened with
+        ``isolate=True`` is opened, checked, measured and closed there, and a failure to open
+        raises :class:`OpenError`.
         """
         from pytest_qcrypto.measure import counting, isolate as isolation, threads as threaded
-        way = _Way(decrypt, roundtrip, check_roundtrip, count, operation or "", aad, misalign, update_size)
+        way = _Way(decrypt, roundtrip, check_roundtrip, count, operation or "", aad, misalign, update_size, reference)
         _check_measurable(self, size, min_time, rounds, jobs, way)
         threaded.check_threads(threads, jobs)  # (imported here: a counting child needs none)
         if too_much := memory.problem(self.algorithm, max(jobs, 1) * max(threads, 1)):
@@ -220,6 +221,8 @@ class BenchContext:
         if self.context is None:
             return  # opened and closed in the isolated children
         if not self.abandoned:
+            if self.keys is not None and self.keys.keep(self.context):
+                return  # lent: a later cell of its algorithm takes it (closed at the run's end)
             try:
                 close_bounded(self.context)
             except limits.CallTimeout:
@@ -291,6 +294,7 @@ class _Way:
     aad: int = 0  # an AEAD's AAD bytes (the tls grid's 13)
     misalign: int | None = None  # buffers N bytes past a 64-byte boundary (None: anywhere)
     update_size: int | None = None  # a digest's or MAC's bytes per update() (None: all at once)
+    reference: bool = True  # time the reference workload after each round (not a quick run's)
 
 
 def prepare(bench: BenchContext, size: int, way: _Way) -> tuple[Callable[[int], None], Direction,
@@ -332,7 +336,7 @@ def _measure_here(bench: BenchContext, size: int, way: _Way, min_time: float, ro
     from pytest_qcrypto.measure import threads as threaded
     run, direction, size, work, checked_runner = prepare(bench, size, way)
     alg, ctx, typed = bench.algorithm, bench.context, bench.selection.typed
-    one_thread = None
+    one_thread, between = None, reference.reference_s if way.reference else None
     workers: tuple[harness.WorkerRecord, ...] = ()
     if jobs > 1:
         timing: harness.Timing | multi.JobsTiming = multi.time_jobs(
@@ -348,12 +352,12 @@ def _measure_here(bench: BenchContext, size: int, way: _Way, min_time: float, ro
         workers = multi.worker_record(timing.workers, size, each)
         one_thread = threaded.one_thread_bps(timing, size or 1, each)  # a rate: bytes or ops
     elif way.count is not None:
-        timing = harness.time_count(run, way.count, rounds=rounds, between=reference.reference_s)
+        timing = harness.time_count(run, way.count, rounds=rounds, between=between)
     else:  # from the count that other sizes predict (measure/calibration.py)
         start = bench.calibrations.start(key_of(typed, alg.name, direction, way.check_roundtrip),
                                          size, min_time)
         timing = harness.time_runner(run, min_time=min_time, rounds=rounds,
-                                     between=reference.reference_s, start=start)
+                                     between=between, start=start)
     return measurement_of(bench, timing, direction, size, work, jobs=jobs, workers=workers,
                         threads=threads, one_thread=one_thread)
 
@@ -379,7 +383,6 @@ def measurement_of(bench: BenchContext, timing: Any, direction: Direction, size:
 
 class OpenError(Exception):
     """Opening a context failed in an isolated child; ``cause`` is what the plugin raised."""
-
     def __init__(self, cause: BaseException) -> None:
         super().__init__(cause)
         self.cause = cause
@@ -401,22 +404,24 @@ def open_plugin_context(selection: Selection, alg: Algorithm, key: bytes) -> Con
 
 def open_context(selection: Selection, algorithm: str | Algorithm,
                  rng: Randomness | None = None, *, isolate: bool = False,
-                 calibrations: Calibrations | None = None) -> BenchContext:
+                 calibrations: Calibrations | None = None, keys: KeyPairs | None = None) -> BenchContext:
     """Open the benchmark context of ``algorithm`` in the selected plugin, with a random key.
 
-    Raises ``Unsupported`` / ``Unavailable`` from the plugin, with its reason,
-    and ``TypeError`` when the plugin returns something that is not a ``Context``.
-    The known-answer check runs later, in :meth:`BenchContext.check`.  With
-    ``isolate`` the plugin is not called here: the key is drawn, and each
-    :meth:`BenchContext.measure` opens, checks, measures and closes the
-    context in a child process (``--qcrypto-isolate``), so that a crash in the
-    plugin's ``open()`` costs one measurement.  ``calibrations``: where calibration starts
-    (:mod:`pytest_qcrypto.measure.calibration`; default: what this context measured).
+    Raises ``Unsupported`` / ``Unavailable`` from the plugin, with its reason, and
+    ``TypeError`` when the plugin returns something that is not a ``Context``.  The
+    known-answer check runs later, in :meth:`BenchContext.check`.  With ``isolate`` the plugin
+    is not called here: the key is drawn, and each :meth:`BenchContext.measure` opens, checks,
+    measures and closes the context in a child process (``--qcrypto-isolate``), so that a crash
+    in the plugin's ``open()`` costs one measurement.  ``calibrations``: where calibration
+    starts (:mod:`pytest_qcrypto.measure.calibration`; default: what this context measured).
+    ``keys``: a quick run's, which lend a size-less algorithm's context (:mod:`.reuse`).
     """
     alg = resolve_algorithm(algorithm)
     rng = rng or Randomness()
     key = rng.key(alg)
     if isolate:
         return BenchContext(selection, alg, None, rng, key, calibrations)
-    return BenchContext(selection, alg, open_plugin_context(selection, alg, key), rng, key,
-                        calibrations)
+    opener: pkey_bench.Opener = lambda a: open_plugin_context(selection, a, key)
+    if keys is not None and not alg.rules.sized:
+        opener = keys.lend(selection.typed, opener)
+    return BenchContext(selection, alg, opener(alg), rng, key, calibrations, keys)

@@ -86,11 +86,13 @@ def workload(alg: Algorithm, operation: Direction, random_bytes: Callable[[int],
     return Workload(random_bytes(MESSAGE_SIZE), operation=str(operation))
 
 
-def check(typed: str, alg: Algorithm, open_context: Opener, peers: Peers) -> None:
+def check(typed: str, alg: Algorithm, open_context: Opener, peers: Peers,
+          **lent: Any) -> None:
     """The known answers and cross-plugin checks of ``alg`` in plugin ``typed``
     (``pytest_qcrypto.checks.pkey_checks.check``); raises ``KnownAnswerError`` naming the plugin,
-    the scheme and the vector.  Contexts it opens, it closes."""
+    the scheme and the vector.  Contexts it opens, it closes (a quick run's ``lent``:
+    ``context`` and ``close``, see :mod:`pytest_qcrypto.measure.reuse`)."""
     from pytest_qcrypto.checks import pkey_checks  # written beside the plugins' contexts
 
     checker: Any = pkey_checks.check
-    checker(typed, alg, open_context, peers)
+    checker(typed, alg, open_context, peers, **lent)

@@ -1,21 +1,19 @@
 """The objects behind the ``qcrypto`` and ``qcrypto_context`` fixtures.
 
-They wrap :mod:`pytest_qcrypto.measure.bench` with pytest's verdicts: a plugin that
-cannot run, or lacks the algorithm, skips the test with the reason; a wrong
-known answer or a plugin error fails it with a one-line message naming plugin,
-algorithm and what went wrong.  A measurement (or opening a context) that
-takes longer than ``--qcrypto-timeout`` fails with ``timed out after N s in
-PLUGIN ALGORITHM at SIZE bytes`` (:mod:`pytest_qcrypto.measure.limits`); a context
-whose ``close()`` does not return within ``CLOSE_TIMEOUT`` fails its item with
-``PLUGIN ALGORITHM: close() did not return within 5 s; the context was
-abandoned``.  With ``--qcrypto-isolate`` the context is opened in each
-measurement's child process, never here.  Every measurement is recorded into
-the run's summary table.
+They wrap :mod:`pytest_qcrypto.measure.bench` with pytest's verdicts: a plugin that cannot
+run, or lacks the algorithm, skips the test with the reason; a wrong known answer or a plugin
+error fails it with a one-line message naming plugin, algorithm and what went wrong.  A
+measurement (or opening a context) that takes longer than ``--qcrypto-timeout`` fails with
+``timed out after N s in PLUGIN ALGORITHM at SIZE bytes`` (:mod:`pytest_qcrypto.measure.limits`);
+a context whose ``close()`` does not return within ``CLOSE_TIMEOUT`` fails its item with
+``PLUGIN ALGORITHM: close() did not return within 5 s; the context was abandoned``.  With
+``--qcrypto-isolate`` the context is opened in each measurement's child process, never here.
+Every measurement is recorded into the run's summary table.
 
-When the regression gate is on, :meth:`MeasuredContext.measure` runs the retry
-loop that :func:`pytest_qcrypto.gate.verdicts.judge` decides on: measure, ask the gate,
-measure again while it says so (not spread rounds: pytest_side/spread.py); then it
-records the best try with its verdict and fails the test when the verdict has failures.
+When the regression gate is on, :meth:`MeasuredContext.measure` runs the retry loop that
+:func:`pytest_qcrypto.gate.verdicts.judge` decides on: measure, ask the gate, measure again
+while it says so (not spread rounds: pytest_side/spread.py); then it records the best try with
+its verdict and fails the test when the verdict has failures.
 """
 
 from __future__ import annotations
@@ -32,6 +30,7 @@ from pytest_qcrypto.measure import bench, callables, limits, pkey_bench
 from pytest_qcrypto.pytest_side import spread as spreading
 from pytest_qcrypto.backends.base import AuthenticationError, Unavailable, Unsupported
 from pytest_qcrypto.measure.bench import BenchContext, Calibrations, Case, Randomness
+from pytest_qcrypto.measure.reuse import KeyPairs
 from pytest_qcrypto.measure.harness import Measurement, TimerError
 from pytest_qcrypto.measure.isolate import IsolatedError
 from pytest_qcrypto.measure.counting import CountingError
@@ -77,6 +76,7 @@ class MeasureOptions:
     fixed number of iterations per round (None: calibrate); ``check_roundtrip`` checks each
     round trip's result; ``threads`` threads at once (``--qcrypto-threads``); ``aad`` an AEAD's
     AAD bytes (13 under ``--qcrypto-size=tls``); ``misalign``, ``update_size``: their options.
+    ``reference`` False (``--qcrypto-quick``): no reference workload after each round.
     """
 
     min_time: float = 0.1
@@ -91,10 +91,11 @@ class MeasureOptions:
     aad: int = 0
     misalign: int | None = None
     update_size: int | None = None
+    reference: bool = True  # False: a quick run's, no reference workload after each round
 
 
 #: Options left unsaid to ``measure()`` at these values (older targets do not take them).
-UNSAID = {("measure", "time"), ("aad", 0), ("misalign", None), ("update_size", None)}
+UNSAID = {("measure", "time"), ("aad", 0), ("misalign", None), ("update_size", None), ("reference", True)}
 
 def fail(message: str) -> NoReturn:
     """Fail the current test with a one-line message and no traceback.  ``from None``: called
@@ -254,9 +255,10 @@ class QcryptoFixture:
                  criteria: CriteriaOf | None = None, meter: WaitMeter | None = None,
                  targets: Any = None, asked: Callable[[], list[Any]] | None = None,
                  spread: Spreader | None = None,
-                 calibrations: Calibrations | None = None) -> None:
-        #: where calibration starts (the run's; None: each context's own)
+                 calibrations: Calibrations | None = None, keys: KeyPairs | None = None) -> None:
+        #: where calibration starts (the run's; None: each context's own); a quick run's keys
         self._spread, self._registry, self._calibrations = spread, registry, calibrations
+        self._keys = keys  # (pytest_qcrypto.measure.reuse; None: every context its own)
         #: the crypto plugins the run chose (None: any): a size-less cell's checks cross with
         #: these and the reference plugin only (``registry.peers_of``)
         self._asked = asked
@@ -305,7 +307,7 @@ class QcryptoFixture:
         try:  # isolated: opened in each measurement's child process
             ctx = limits.call_with_deadline(lambda: bench.open_context(
                 selection, alg, self._rng, isolate=self.options.isolate,
-                calibrations=self._calibrations), self.options.timeout)
+                calibrations=self._calibrations, keys=self._keys), self.options.timeout)
         except limits.MeasurementTimeout as exc:
             fail(f"timed out after {exc.seconds:g} s in {plugin} {alg.name} opening a context")
         except Exception as exc:  # a plugin bug fails this item, the run goes on

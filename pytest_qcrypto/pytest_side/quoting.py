@@ -11,18 +11,25 @@ its cell and the run (exit 1).  Its figures say the cell works, not how fast it 
 tables get a note saying so, and the run refuses to save or compare them
 (``--qcrypto-save``, ``--qcrypto-history``, ``--qcrypto-compare``: a usage error), so that
 no quick figure ever becomes a baseline.
+
+A quick run leaves out what only serves precise figures, never a check: the reference
+workload after each round (the drift rule's, :mod:`pytest_qcrypto.measure.reference`), and
+the key pairs each cell and its checks would make afresh: it lends them from cell to cell
+(:mod:`pytest_qcrypto.measure.reuse`, :func:`close_keys` at its end).
 """
 
 from __future__ import annotations
 
 from collections.abc import Sequence
+import sys
 from dataclasses import replace
 
 import pytest
 
 from pytest_qcrypto.algorithms.catalog import Algorithm
 from pytest_qcrypto.algorithms.settings import Settings, SettingsError
-from pytest_qcrypto.measure import buffers, clocks, cycles, noise
+from pytest_qcrypto.measure import buffers, clocks, cycles, limits, noise
+from pytest_qcrypto.measure.reuse import KeyPairs
 from pytest_qcrypto.measure.harness import Measurement
 from pytest_qcrypto.output.tables import Table
 from pytest_qcrypto.pytest_side import options
@@ -70,6 +77,21 @@ def read(config: pytest.Config, s: Settings) -> Settings:
             raise SettingsError(f"--qcrypto-quick and {flag}: choose one; {why} (a quick run "
                                 "checks that every cell works)")
     return replace(s, min_time=QUICK_MIN_TIME, rounds=1, quick=True)
+
+
+def close_keys(keys: KeyPairs | None, session: pytest.Session) -> None:
+    """Close the key pairs a quick run kept (None: a normal run, which keeps none), each
+    within ``limits.CLOSE_TIMEOUT`` seconds; a ``close()`` that raises or does not return
+    fails the run (exit 1) with one line on standard error, as it fails a normal run's cell."""
+    if keys is None:
+        return
+    from pytest_qcrypto.measure.bench import close_bounded
+
+    error = keys.close(close_bounded)
+    if error is not None:
+        sys.stderr.write(f"qcrypto: closing a kept context failed: {limits.plugin_error(error)}\n")
+        if session.exitstatus == pytest.ExitCode.OK:
+            session.exitstatus = pytest.ExitCode.TESTS_FAILED
 
 
 def notes(s: Settings, measurements: Sequence[Measurement] = ()) -> list[str]:

@@ -26,6 +26,7 @@ from pytest_qcrypto.pytest_side import counting as counting_side
 from pytest_qcrypto.pytest_side import matrix, options, progress, quoting
 from pytest_qcrypto.pytest_side import targets as remote_targets
 from pytest_qcrypto.measure.bench import Calibrations, Case, Randomness
+from pytest_qcrypto.measure.reuse import KeyPairs
 from pytest_qcrypto.pytest_side.gate import (GATE_KEY, GateOptions, GatePlugin, PluginNames,
                                              has_floor_marker, read_options, wanted)
 from pytest_qcrypto.measure.harness import Measurement
@@ -101,10 +102,6 @@ class RunSettings:
         self.matrix: Matrix | None = None
 
     # -- settings ----------------------------------------------------------------
-
-    def _ini_where(self, ini: str) -> str:
-        """``qcrypto_rounds in pytest.ini`` (or ``-o qcrypto_rounds``), for messages."""
-        return options.where(self.config, ini)
 
     def _ini_or_option(self, option: str, ini: str) -> tuple[Any, str]:
         """The option's value, else the ini key's (None if neither), and where it came from."""
@@ -202,6 +199,10 @@ class RunSettings:
     @cached_property
     def calibrations(self) -> Calibrations:  # what calibration starts from (other sizes)
         return Calibrations()
+
+    @cached_property
+    def keys(self) -> KeyPairs | None:  # a quick run lends its key pairs (measure/reuse.py)
+        return KeyPairs() if self.settings.quick else None
 
     @cached_property
     def selections(self) -> list[Selection]:
@@ -340,6 +341,7 @@ class QcryptoRun(RunSettings):
     @pytest.hookimpl(tryfirst=True)  # (the gate saves its file first, see gate_plugin)
     def pytest_sessionfinish(self, session: pytest.Session) -> None:
         self.session = session  # the summary below may still set its exit status
+        quoting.close_keys(self.__dict__.get("keys"), session)  # a quick run's key pairs
         self._guard().interrupts.release()
 
     def _guard(self) -> RunGuard:
@@ -403,7 +405,8 @@ class QcryptoRun(RunSettings):
         timeout, isolate = self.time_limits
         options = MeasureOptions(s.min_time, s.rounds, self.jobs, self.counting.limit(timeout),
                                  isolate, s.count, s.check_roundtrip, self.threads,
-                                 self.counting.measure, aad=s.aad, misalign=s.misalign, update_size=s.update_size)
+                                 self.counting.measure, aad=s.aad, misalign=s.misalign,
+                                 update_size=s.update_size, reference=not s.quick)
         interrupts = self._guard().interrupts
         gate = self.gate
         criteria = (lambda m: gate.criteria(m, item)) if gate is not None else None
@@ -417,4 +420,4 @@ class QcryptoRun(RunSettings):
             options, interrupted=lambda: interrupts.seen is not None,
             criteria=criteria, meter=self.meter, targets=self.targets,
             asked=lambda: [s.plugin for s in self.selections],  # the checks' peers
-            spread=spreading.spreader(cells, item), calibrations=self.calibrations)
+            spread=spreading.spreader(cells, item), calibrations=self.calibrations, keys=self.keys)
