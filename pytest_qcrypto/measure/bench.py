@@ -93,10 +93,8 @@ class BenchContext:
         self.keys = keys  #: a quick run's key pairs, lent to contexts and checks (measure/reuse.py)
 
     def check(self) -> None:
-        """Run the known-answer vectors of this algorithm on this plugin (once).
-
-        Raises ``KnownAnswerError`` naming plugin, algorithm and vector.
-        """
+        """Run the known-answer vectors of this algorithm on this plugin (once); raises
+        ``KnownAnswerError`` naming plugin, algorithm and vector."""
         if not self.checked and not self.algorithm.rules.sized:
             sel, rng = self.selection, self.rng
             opener: pkey_bench.Opener = lambda a: open_plugin_context(sel, a, rng.key(a))
@@ -137,20 +135,18 @@ class BenchContext:
     def measure(self, size: int, *, decrypt: bool = False, min_time: float = 0.1,
                 rounds: int = 3, jobs: int = 1, timeout: float | None = None,
                 isolate: bool = False, count: int | None = None, roundtrip: bool = False,
-                check_roundtrip: bool = False, threads: int = 1,
-                operation: str | None = None, measure: str = "time", aad: int = 0, misalign: int | None = None,
+                check_roundtrip: bool = False, threads: int = 1, operation: str | None = None,
+                measure: str = "time", aad: int = 0, misalign: int | None = None,
                 update_size: int | None = None, reference: bool = True) -> Measurement:
         """Time ``size``-byte operations (bytes; ``min_time`` in seconds).
 
         The kinds without a buffer size (signatures, key agreement, KEMs, RSA encryption,
         KDFs) take size 0 and ``operation``, one of the kind's directions (``sign``,
-        ``verify``, ``keygen``, ``derive``, ``encaps``, ``decaps``, ``encrypt``,
-        ``decrypt``; a KDF's only one may be left out): see :mod:`pytest_qcrypto.measure.pkey_bench`.
-        Their known answers and cross-plugin checks run first (with :attr:`peers`); their
-        figure is :attr:`Measurement.ops_per_s`.
+        ``verify``, ``keygen``, ``derive``, ``encaps``, ``decaps``, ``encrypt``, ``decrypt``;
+        a KDF's only one may be left out): see :mod:`pytest_qcrypto.measure.pkey_bench`; their
+        checks run first (with :attr:`peers`); their figure is :attr:`Measurement.ops_per_s`.
 
-        ``reference`` False (a quick run): no reference workload after each round (``reference_s``).
-        ``count`` (iterations, 1 to 2**40; None: calibrate) runs exactly that many in every
+        ``reference`` False (a quick run): no reference workload after each round.  ``count`` (iterations, 1 to 2**40; None: calibrate) runs exactly that many in every
         round instead of the doubling loop (``--qcrypto-count``).  ``roundtrip`` times, for
         ciphers and AEADs, one encryption and one decryption per iteration (direction
         ``roundtrip``, two operations an iteration; other kinds keep their direction), not with
@@ -180,7 +176,8 @@ class BenchContext:
         raises :class:`OpenError`.
         """
         from pytest_qcrypto.measure import counting, isolate as isolation, threads as threaded
-        way = _Way(decrypt, roundtrip, check_roundtrip, count, operation or "", aad, misalign, update_size, reference)
+        way = _Way(decrypt, roundtrip, check_roundtrip, count, operation or "", aad, misalign,
+                   update_size, reference)
         _check_measurable(self, size, min_time, rounds, jobs, way)
         threaded.check_threads(threads, jobs)  # (imported here: a counting child needs none)
         if too_much := memory.problem(self.algorithm, max(jobs, 1) * max(threads, 1)):
