@@ -40,13 +40,14 @@ a median (or a mean) moves with it; the slow phase does not.  The rule:
   (a cell dropped), the slow phases' log ratio less the median of the peers', with a band
   resampled over every side.  Beyond the threshold that way is a regression; slower by its own figures, but not relative to its peers, is *cannot tell*
   (the machine moved, or something they share did: an A/B run or counted instructions can
-  tell).  A cell with no peer of its own algorithm takes every other cell of the run as its
-  peers and is judged against *the most slowed* of them: a machine state does not move
+  tell).  A cell with no peer of its own algorithm takes every cell of the run's other
+  algorithms as its peers (not its own at other sizes: the same code) and is judged against
+  *the most slowed* of them: a machine state does not move
   other work alike (measured on a quiet machine, 2026-12-04: in whole-run slow states AES-GCM,
   which only one plugin of the benchmark's matrix has, read 30 to 35% slower at every size
   while sha256 read 7 to 9% slower at 32 KiB and 30 to 45% at 16 B; against the median of
   its size, that was a false alarm in 12 of 60 compares; against the most slowed cell, in
-  none).  A cell alone in the run is judged by its own figures.  A change that slows every
+  none).  A cell without other algorithms in the run is judged by its own figures.  A change that slows every
   plugin of an algorithm alike is therefore never a regression here, only cannot tell: on a
   machine whose speed moves by a third between runs that is what the clock can say.
 
@@ -149,13 +150,13 @@ Pair = tuple[Measurement, Result]
 def peers_of(m: Measurement, candidates: Sequence[Pair]) -> list[Pair]:
     """The pairs (measured now, baseline) of ``candidates`` that are ``m``'s peers: the same
     algorithm, buffer size and direction in another crypto plugin (by canonical name); when
-    there is none, every other cell of the run (other algorithms, kinds, plugins and sizes),
-    of which :func:`spread_test` takes the most slowed."""
+    there is none, every cell of the run's other algorithms (any plugin, kind or size; not
+    its own algorithm in its own plugin at other sizes, which runs the same code and would
+    hide a change of it), of which :func:`spread_test` takes the most slowed."""
     mine = m.canonical_plugin or m.plugin
     alg = m.algorithm.lower()
-    others = [(p, b) for p, b in candidates if not (
-        p.algorithm.lower() == alg and (p.canonical_plugin or p.plugin) == mine
-        and p.direction == m.direction and p.size == m.size)]
+    others = [(p, b) for p, b in candidates
+              if not (p.algorithm.lower() == alg and (p.canonical_plugin or p.plugin) == mine)]
     return [(p, b) for p, b in others if p.size == m.size and p.algorithm.lower() == alg
             and p.direction == m.direction] or others
 
