@@ -56,3 +56,24 @@ def test_speed_measures_ml_kem_512_in_pycryptodome(pytester):
     assert r.outlines[1].split() == ["plugin", "keygen", "encaps", "decaps"]
     assert r.outlines[2].split()[0] == "pycryptodome"
     assert all(float(x) > 0 for x in r.outlines[2].split()[1:])
+
+
+def test_signatures_have_a_keygen_column_but_not_rsa():
+    assert [str(d) for d in catalog.lookup("ed25519").directions] == ["sign", "verify", "keygen"]
+    assert [str(d) for d in catalog.lookup("rsa2048").directions] == ["sign", "verify"]
+
+
+@pytest.mark.parametrize("plugin", ["openssl", "pycryptodome"])
+def test_a_keygen_round_makes_key_pairs(plugin):
+    from pytest_qcrypto.backends.openssl import OpenSSLPlugin
+    cls = OpenSSLPlugin if plugin == "openssl" else PyCryptodomePlugin
+    with bench.open_context(Selection("p", cls()), "ed25519") as ctx:
+        m = ctx.measure(0, operation="keygen", min_time=0.001, rounds=1)
+        assert (m.direction, m.size) == ("keygen", 0) and m.count >= 1
+
+
+def test_speed_ed25519_has_a_keygen_column(pytester):
+    r = qcrypto(pytester, "speed", "-S", "ed25519", "-P", "openssl", *FAST)
+    assert r.ret == 0, r.stderr.str()
+    assert r.outlines[0] == "Benchmark results for 'ed25519' signature (ops/s):"
+    assert r.outlines[1].split() == ["plugin", "sign", "verify", "keygen"]

@@ -288,7 +288,7 @@ def test_saved_size_less_results_are_read_back_strictly(tmp_path):
     for change, problem in [
             ({"size": 16}, "results[0].size must be a whole number of bytes from 1 to 268435456, "
                            "or 0 for an algorithm without a buffer size, not 16"),
-            ({"direction": "digest"}, "results[0].direction must be one of sign, verify, not "
+            ({"direction": "digest"}, "results[0].direction must be one of sign, verify, keygen, not "
                                       '"digest"'),
             ({"unit": "KiB/s"}, 'results[0].unit must be ops/s, not "KiB/s"'),
             ({"algorithm": "sha256"}, "results[0].size must be a whole number of bytes from 1 "
@@ -324,7 +324,7 @@ def test_rules_name_a_size_less_cell_by_its_operation():
     assert floors.pick("ed25519", ["openssl"], rules.cell_column(0, "verify")).value == 50
     with pytest.raises(SettingsError, match="ed25519 has no buffer size .a signature: figures "
                                             "in ops/s.; give one of its operations sign, "
-                                            "verify, or"):
+                                            "verify, keygen, or"):
         rules.parse_pattern("ed25519:openssl:16", "w")
 
 

@@ -317,8 +317,9 @@ def test_a_size_less_cell_is_named_by_its_operation(pytester):
                                 plugins=[progress.Progress(clock=clock, every=10.0, live=False)])
     assert result.ret == 0
     assert [line for line in result.outlines if line.startswith("[")] == [
-        "[1/2] ed25519 openssl sign",
-        "[2/2] ed25519 openssl verify ... about 20 s left"]
+        "[1/3] ed25519 openssl sign",
+        "[2/3] ed25519 openssl verify ... about 40 s left",
+        "[3/3] ed25519 openssl keygen ... about 20 s left"]  # openssl generates signature keys
 
 
 def test_an_interrupted_run_leaves_no_partial_output_file(pytester):

@@ -83,10 +83,10 @@ def test_a_wildcard_algorithm_threshold_applies_to_its_operation(clock, monkeypa
 @pytest.mark.parametrize("line, problem", [
     ("ed25519:openssl:derive = 5",
      "ed25519 has no operation derive (a signature); give one of its operations sign, "
-     "verify, or *"),
+     "verify, keygen, or *"),
     ("ed25519:*:encrypt = 5",
      "ed25519 has no operation encrypt (a signature); give one of its operations sign, "
-     "verify, or *"),
+     "verify, keygen, or *"),
     ("sha256:openssl:sign = 5",
      "sha256 has buffer sizes, not operations like sign (a digest: figures in KiB/s); give a "
      "size in bytes from 1 to 268435456, or *"),

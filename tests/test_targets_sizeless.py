@@ -70,22 +70,23 @@ def test_interleaved_signatures_measure_every_operation_on_every_target(pytester
                            "--qcrypto-interleave", "--qcrypto-save", "out.json")
     out = r.stdout.str()
     assert "ZeroDivisionError" not in out and "Traceback" not in out, out
-    r.assert_outcomes(passed=4)
+    r.assert_outcomes(passed=6)  # sign, verify and keygen (openssl generates signature keys)
     rows = json.loads((pytester.path / "out.json").read_text())["results"]
     got = sorted((row["plugin"], row["direction"]) for row in rows)
-    assert got == [("openssl@local", "sign"), ("openssl@local", "verify"),
+    assert got == [("openssl@local", "keygen"), ("openssl@local", "sign"),
+                   ("openssl@local", "verify"), ("openssl@old", "keygen"),
                    ("openssl@old", "sign"), ("openssl@old", "verify")]
     for target in ("openssl@local", "openssl@old"):  # verify is measured, not sign's copy
         mine = {row["direction"]: row["rounds_s"] for row in rows if row["plugin"] == target}
         assert mine["sign"] != mine["verify"]
     table = [line for line in r.outlines if line.startswith("openssl@") and "sign" not in line]
     speeds = [line.split() for line in table if "@local " in line or "@old " in line]
-    assert len(speeds) == 2 and all(len(s) == 3 and "-" not in s for s in speeds), out
+    assert len(speeds) == 2 and all(len(s) == 4 and "-" not in s for s in speeds), out
     start = r.outlines.index("interleaved: throughput over @local's, geometric mean of the "
                              "paired rounds [95% t-interval]")
-    assert r.outlines[start + 1].split() == ["ed25519", "sign", "verify"]
+    assert r.outlines[start + 1].split() == ["ed25519", "sign", "verify", "keygen"]
     ratio = r.outlines[start + 2].split()
-    assert ratio[0] == "openssl@old/local" and len(ratio) == 7, out
+    assert ratio[0] == "openssl@old/local" and len(ratio) == 10, out
 
 
 @pytest.mark.parametrize("kdf, name", [("scrypt-n1024", "scrypt-n1024-r8-p1"),

@@ -129,8 +129,18 @@ class Algorithm:
 
     @property
     def directions(self) -> tuple[Direction, ...]:
-        """The directions it is measured in; the first is the default."""
+        """The directions it can be measured in; the first is the default.  RSA signatures
+        leave out ``keygen``: an RSA key is a search for two primes, up to seconds at 4096
+        bits and varying widely from one key to the next, not a rate to time in rounds."""
+        if self.family == "rsa":
+            return tuple(d for d in self.rules.directions if d != Direction.KEYGEN)
         return self.rules.directions
+
+    def directions_in(self, declares: bool) -> tuple[Direction, ...]:
+        """The directions measured in one plugin: :attr:`directions` without the kind's
+        ``declared`` ones (a signature's ``keygen``) unless the plugin ``declares`` them
+        (``CryptoPlugin.generates_signature_keys``)."""
+        return tuple(d for d in self.directions if declares or d not in self.rules.declared)
 
     def direction(self, decrypt: bool = False, roundtrip: bool = False) -> Direction:
         """``roundtrip`` or ``decrypt`` when asked and the kind has it (a round trip before a

@@ -114,8 +114,10 @@ class KindRules:
     tag of ``Algorithm.tag_size`` bytes.  ``checks``: how its known answers are checked.
     ``sized``: a cell has a buffer size and its figure is a throughput (KiB/s); a kind
     that is not sized (public-key operations, KDFs) has cells with no size (``size`` 0),
-    one per direction, every direction measured, figures in operations per second
-    (:attr:`unit`).
+    one per direction, figures in operations per second (:attr:`unit`).  ``declared``: the
+    directions a plugin has only when it declares them (a signature's ``keygen``: only a plugin
+    whose ``CryptoPlugin.generates_signature_keys`` is true gets that cell); every other
+    direction is measured in every plugin.
     """
 
     kind: Kind
@@ -130,6 +132,7 @@ class KindRules:
     tag: bool
     checks: tuple[Check, ...]
     sized: bool = True
+    declared: tuple[Direction, ...] = ()
 
     @property
     def unit(self) -> str:
@@ -169,14 +172,18 @@ RULES: dict[Kind, KindRules] = {
         size_means="bytes authenticated per operation", keyed=True,
         nonce_per_operation=False, tag=False, checks=(Check.MAC,)),
     Kind.SIGNATURE: KindRules(
-        Kind.SIGNATURE, "signature", "signature", "pkey", (Direction.SIGN, Direction.VERIFY),
+        Kind.SIGNATURE, "signature", "signature", "pkey",
+        (Direction.SIGN, Direction.VERIFY, Direction.KEYGEN),
         operation=("sign (or verify the signature of) one 32-byte message under a key pair "
                    "generated once: RSA and ECDSA sign it as a SHA-256 (P-384: SHA-384) digest "
                    "already computed, as openssl speed signs a digest; EdDSA and ML-DSA sign "
-                   "the message itself (pure mode, empty context)"),
-        size_means="no buffer size: one signature (or verification) per operation",
+                   "the message itself (pure mode, empty context); keygen: one key pair, "
+                   "ready to sign with (openssl speed 3.5's keygen/s; not RSA, and only in "
+                   "plugins that declare it)"),
+        size_means="no buffer size: one signature, verification or key pair per operation",
         keyed=True, nonce_per_operation=False, tag=False,
-        checks=(Check.SIGNATURE, Check.REJECTS_BAD_SIGNATURE, Check.CROSS), sized=False),
+        checks=(Check.SIGNATURE, Check.REJECTS_BAD_SIGNATURE, Check.CROSS), sized=False,
+        declared=(Direction.KEYGEN,)),
     Kind.KEX: KindRules(
         Kind.KEX, "key agreement", "key agreement", "pkey", (Direction.KEYGEN, Direction.DERIVE),
         operation=("keygen: one key pair; derive: one shared secret from the context's private "

@@ -104,7 +104,8 @@ class Context:
     (or set by :meth:`load_private`); keys, signatures and ciphertexts cross between plugins
     as bytes in the standards' encodings (see :meth:`public_key`):
 
-    * signatures: :meth:`sign`, :meth:`verify`;
+    * signatures: :meth:`sign`, :meth:`verify` (and :meth:`generate_key_pair` in a plugin
+      that declares :attr:`CryptoPlugin.generates_signature_keys`);
     * key agreement: :meth:`agree`;
     * KEMs: :meth:`encapsulate`, :meth:`decapsulate`;
     * RSA encryption: :meth:`public_encrypt`, :meth:`private_decrypt`;
@@ -170,6 +171,13 @@ class Context:
         """Whether ``signature`` of ``message`` verifies under ``public_key`` (False when it
         does not, never an exception for a bad signature)."""
         raise Unsupported(f"{self.algorithm.name} is not a signature")
+
+    def generate_key_pair(self) -> None:
+        """Replace the key pair by a new one made as one timed ``keygen`` operation of
+        :meth:`runner` makes it (signatures, in a plugin that declares
+        :attr:`CryptoPlugin.generates_signature_keys`): before a keygen cell is timed, the
+        new key must differ from the one before, sign a message and verify its signature."""
+        raise Unsupported(f"{self.algorithm.name}: this plugin does not generate signature keys")
 
     def agree(self, peer_public: bytes) -> bytes:
         """The shared secret of this context's private key and ``peer_public`` (raw X25519 /
@@ -293,6 +301,13 @@ class CryptoPlugin:
     #: few words; ``--qcrypto-measure=instructions`` refuses the plugin with it.  Empty: the
     #: work runs in the process, where its instructions can be counted.
     outside_process: str = ""
+    #: Whether its signature contexts time ``keygen`` (one key pair per operation, ready to
+    #: sign with: openssl speed 3.5's keygen/s) beside ``sign`` and ``verify``: their
+    #: :meth:`Context.runner` takes ``Workload.operation == "keygen"`` and their
+    #: :meth:`Context.generate_key_pair` makes a key the same way (checked before timing).
+    #: False (the default): its signatures have no keygen cell, no column and no skip.
+    #: RSA never has one (:attr:`~pytest_qcrypto.algorithms.catalog.Algorithm.directions`).
+    generates_signature_keys: bool = False
 
     def __repr__(self) -> str:
         return f"<{type(self).__name__} {self.name!r}>"

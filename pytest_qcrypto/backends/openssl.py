@@ -132,6 +132,7 @@ class OpenSSLPlugin(CryptoPlugin):
     aliases = ("openssl-3", "pyca", "cryptography")
     library = "pyca/cryptography"
     description = "OpenSSL through pyca/cryptography"
+    generates_signature_keys = True  # keygen beside sign and verify (openssl_pkey)
 
     def probe(self) -> None:
         try:

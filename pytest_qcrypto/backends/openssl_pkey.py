@@ -14,6 +14,9 @@ What one timed operation is (the call in the loop; its arguments made before it)
   the message first, so its signatures are the standard ones over the message.
 * Ed25519, Ed448, ML-DSA: ``priv.sign(message)`` (pure, empty context; pyca's ML-DSA
   is hedged), ``pub.verify(signature, message)``.
+* Signature keygen (not RSA): ``Ed25519PrivateKey.generate()`` (``ec.generate_private_key
+  (SECP256R1())``, ``MLDSA65PrivateKey.generate()``): OpenSSL's keygen computes the public
+  key too, so the key is ready to sign with.
 * X25519, X448, ECDH P-256: keygen ``X25519PrivateKey.generate()`` (``ec.generate_private_key
   (SECP256R1())``), derive ``priv.exchange(peer)`` (``exchange(ECDH(), peer)``) with a peer
   key made once.
@@ -250,7 +253,12 @@ class _SignatureContext(_KeyPairContext):
             return False
         return True
 
+    def generate_key_pair(self) -> None:
+        self._priv = self._generate()
+
     def runner(self, work: Workload) -> Runner:
+        if work.operation == "keygen":  # what generate_key_pair() does, the generator bound once
+            return call_loop(self._generator())
         digest, args = self._prepare(work.data), self._args()
         if work.operation == "verify":
             signature = self._priv.sign(digest, *args)

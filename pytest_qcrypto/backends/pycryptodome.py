@@ -92,6 +92,7 @@ class PyCryptodomePlugin(CryptoPlugin):
     aliases = ("pycryptodomex", "cryptodome")
     library = "PyCryptodome"
     description = "PyCryptodome's own C implementations"
+    generates_signature_keys = True  # keygen beside sign and verify (pycryptodome_pkey)
 
     def probe(self) -> None:
         try:

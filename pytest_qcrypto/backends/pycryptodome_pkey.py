@@ -16,6 +16,8 @@ What one timed operation is (the call in the loop; its arguments made before it)
 * ECDSA: ``DSS.new(key, 'fips-186-3', encoding='der').sign(h)`` (P-384: SHA-384), the same way.
 * EdDSA: ``eddsa.new(key, 'rfc8032').sign(message)``; ML-DSA: ``mldsa.new(key).sign(message)``
   (hedged, empty context).
+* Signature keygen (not RSA): ``ECC.generate(curve=...)`` (``MLDSA.generate(param_set=...)``)
+  and its ``public_key()``, as for key agreement: the key pair ready to sign with.
 * X25519, X448, ECDH P-256: keygen ``ECC.generate(curve=...).public_key()`` (a key pair with
   its public point: PyCryptodome computes a NIST key's point only when asked, OpenSSL in
   keygen); derive ``DH.key_agreement(static_priv=..., static_pub=peer, kdf=bytes)``.
@@ -261,7 +263,12 @@ class _SignatureContext(_KeyPairContext):
             return False
         return True
 
+    def generate_key_pair(self) -> None:
+        self._priv = _key_pair(self._generator())
+
     def runner(self, work: Workload) -> Runner:
+        if work.operation == "keygen":  # what generate_key_pair() does, the generator bound once
+            return call_loop(_key_pair, self._generator())
         prepared = self._prepare(work.data)
         if work.operation == "verify":
             signature = self._scheme(self._priv).sign(prepared)
@@ -270,8 +277,11 @@ class _SignatureContext(_KeyPairContext):
 
 
 def _key_pair(generate: Any) -> Any:
-    """A key pair with its public key computed (``generate().public_key()``)."""
-    return _public(generate())
+    """A new private key with its public key computed (``generate()``, then its
+    ``public_key()``): the key pair one keygen makes."""
+    priv = generate()
+    _public(priv)
+    return priv
 
 
 class _AgreementContext(_KeyPairContext):

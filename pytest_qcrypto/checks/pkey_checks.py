@@ -307,3 +307,29 @@ def check(plugin: str, alg: Algorithm, open_context: Opener,
          Kind.KEX: checker.agreements, Kind.KEM: checker.kems,
          Kind.PKE: checker.encryptions}[alg.kind](ctx, mine)
         return checker.skipped
+
+
+def check_keygen(plugin: str, ctx: Context) -> None:
+    """A signature's keygen in ``plugin``, checked on the context about to time it (what one
+    operation makes: :meth:`~pytest_qcrypto.backends.base.Context.generate_key_pair`): the
+    new key pair's public key differs from the one before, it signs :data:`MESSAGE`, the
+    signature verifies under that public key, and one with a bit flipped does not.
+
+    Raises :class:`~pytest_qcrypto.checks.known_answers.KnownAnswerError` (``openssl
+    ed25519: keygen check: its new key's signature does not verify``) or
+    :class:`~pytest_qcrypto.checks.known_answers.WrongTypeError`; the plugin's own errors
+    (:class:`Unsupported` from a context that cannot) propagate.
+    """
+    def fail(what: str) -> None:
+        raise KnownAnswerError(f"{plugin} {ctx.algorithm.name}: keygen check: {what}")
+
+    before = returned(plugin, "public_key", ctx.public_key())
+    ctx.generate_key_pair()
+    public = returned(plugin, "public_key", ctx.public_key())
+    if public == before:
+        fail("generate_key_pair() left the key pair as it was (the same public key)")
+    sig = returned(plugin, "sign", ctx.sign(MESSAGE))
+    if not _verified(plugin, ctx.verify(public, MESSAGE, sig)):
+        fail("its new key's signature does not verify")
+    if _verified(plugin, ctx.verify(public, MESSAGE, _tampered(sig))):
+        fail("its new key's signature verifies with one bit flipped")

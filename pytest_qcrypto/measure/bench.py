@@ -256,7 +256,8 @@ def _check_measurable(bench: BenchContext, size: object, min_time: object, round
     if bench.closed:
         raise RuntimeError(f"{bench.selection.typed} {bench.algorithm.name}: this context is "
                            "closed; open a new one")
-    problem = pkey_bench.operation_problem(bench.algorithm, size, way.operation)
+    problem = pkey_bench.operation_problem(bench.algorithm, size, way.operation,
+                                           pkey_bench.declares(bench.selection))
     sized = bench.algorithm.rules.sized  # (no buffer size: the other limits only)
     problem = problem or argument_problem(size if sized else 1, min_time, rounds, way.count)
     if way.decrypt and way.roundtrip:
@@ -312,6 +313,8 @@ def prepare(bench: BenchContext, size: int, way: _Way) -> tuple[Callable[[int], 
     def checked_runner(ctx: Context) -> Callable[[int], None]:
         if sized:
             known_answers.check_round_trip(typed, alg, ctx, work)
+        elif direction in alg.rules.declared:  # a signature's keygen: its new key signs
+            pkey_bench.check_keygen(typed, ctx)
         if roundtrip and way.check_roundtrip:
             run = checked_roundtrip_runner(typed, alg, ctx, work)
         else:

@@ -2,8 +2,9 @@
 encryption and KDFs (``KindRules.sized`` False).
 
 Such a cell is (algorithm, plugin, operation) with size 0: every direction of the kind
-(``sign`` and ``verify``; ``keygen`` and ``derive``; ``keygen``, ``encaps`` and
-``decaps``; ``encrypt`` and ``decrypt``; a KDF's ``derive``) is an operation of its own,
+(``sign``, ``verify`` and, where the plugin declares it, ``keygen``; ``keygen`` and
+``derive``; ``keygen``, ``encaps`` and ``decaps``; ``encrypt`` and ``decrypt``; a KDF's
+``derive``) is an operation of its own,
 timed by the same doubling loop (:mod:`pytest_qcrypto.measure.harness`), its figure in
 operations per second.  The work of one operation is fixed here: a 32-byte random
 message (signatures, RSA encryption; :data:`MESSAGE_SIZE`), or a 16-byte password and
@@ -13,7 +14,8 @@ makes what else it needs (a signature to verify, a peer's key) before its loop.
 
 Before timing, :func:`check` runs ``pytest_qcrypto.checks.pkey_checks.check``: the known answers
 of the standards and the cross-plugin checks against every other available plugin that
-has the algorithm (``peers``).  Nothing here imports pytest.
+has the algorithm (``peers``); a signature's keygen cell also :func:`check_keygen` on the
+context it times.  Nothing here imports pytest.
 """
 
 from __future__ import annotations
@@ -45,12 +47,22 @@ def listed_as(alg: Algorithm) -> str:
     return default.name if default is not None and default.params else alg.name
 
 
-def operation_problem(alg: Algorithm, size: object, operation: object) -> str | None:
+def declares(selection: object) -> bool:
+    """Whether the plugin of ``selection`` (a ``Selection``) generates signature keys
+    (``CryptoPlugin.generates_signature_keys`` is True); a selection without a plugin here
+    (a ``PLUGIN@NAME`` target's, which its target checks) counts as declaring."""
+    plugin = getattr(selection, "plugin", None)
+    return plugin is None or getattr(plugin, "generates_signature_keys", False) is True
+
+
+def operation_problem(alg: Algorithm, size: object, operation: object,
+                      declares: bool = True) -> str | None:
     """Why ``size`` and ``operation`` do not name a cell of ``alg``, or None.
 
-    A size-less algorithm takes size 0 (or None) and one of its directions (a KDF's only
-    one may be left out); a sized one takes no operation (its direction comes from
-    ``decrypt`` and ``roundtrip``)."""
+    A size-less algorithm takes size 0 (or None) and one of its directions in the plugin
+    (a KDF's only one may be left out; a signature's keygen only where the plugin
+    ``declares`` it: ``CryptoPlugin.generates_signature_keys``); a sized one takes no
+    operation (its direction comes from ``decrypt`` and ``roundtrip``)."""
     if alg.rules.sized:
         if operation not in (None, ""):
             return (f"operation={settings.shown_value(operation)}: {alg.name} is a "
@@ -60,12 +72,14 @@ def operation_problem(alg: Algorithm, size: object, operation: object) -> str | 
     if size not in (None, 0) or isinstance(size, bool):
         return (f"{alg.name} is a {alg.word}: it has no buffer size (give no size, or 0), "
                 f"not {settings.shown_value(size)}")
-    words = [str(d) for d in alg.directions]
+    words = [str(d) for d in alg.directions_in(declares)]
     if operation in (None, "") and len(words) == 1:
         return None
     if operation not in words:
+        why = " (its plugin does not declare generates_signature_keys)" \
+            if operation in alg.directions else ""
         return (f"{alg.name} is a {alg.word}: give operation= one of {', '.join(words)}, not "
-                f"{settings.shown_value(operation)}")
+                f"{settings.shown_value(operation)}{why}")
     return None
 
 
@@ -84,6 +98,14 @@ def workload(alg: Algorithm, operation: Direction, random_bytes: Callable[[int],
         return Workload(random_bytes(PASSWORD_SIZE), iv=random_bytes(SALT_SIZE),
                         operation=str(operation))
     return Workload(random_bytes(MESSAGE_SIZE), operation=str(operation))
+
+
+def check_keygen(typed: str, ctx: Context) -> None:
+    """Before a signature's keygen cell is timed on ``ctx``: a key pair made as one keygen
+    makes it signs and verifies (``pytest_qcrypto.checks.pkey_checks.check_keygen``)."""
+    from pytest_qcrypto.checks import pkey_checks
+
+    pkey_checks.check_keygen(typed, ctx)
 
 
 def check(typed: str, alg: Algorithm, open_context: Opener, peers: Peers,

@@ -257,7 +257,7 @@ def csv_lines(tables: Sequence[Table], unit: str = DEFAULT_UNIT) -> list[str]:
             for s in t.columns:  # a size-less table's columns: its operations, size 0
                 cell = t.cells.get((p, s))
                 m = cell.measurement if cell is not None else None
-                status, reason = status_reason(cell, t)
+                status, reason = status_reason(cell, t, (p, s))
                 shown = unit_of(t, unit)
                 row: list[object] = [t.algorithm, t.direction or s, p, s if t.sized else 0, shown]
                 if m is not None:

@@ -103,6 +103,8 @@ class Table:
     machines: Mapping[str, str] = field(default_factory=dict)
     operations: tuple[str, ...] = ()
     params: str = ""
+    #: (row, column) -> why the matrix has no such cell (:data:`NOT_DECLARED`), shown ``-``
+    absent: Mapping[tuple[str, Any], str] = field(default_factory=dict)
 
     @property
     def key(self) -> tuple[str, str]:
@@ -171,12 +173,13 @@ def grouped_cells(entries: Iterable[tuple[str, str, int, str, Cell]]
     return out
 
 
-
-
 def with_every_cell(tables: Sequence[Table], algorithms: Collection[str],
-                    plugins: Sequence[str], sizes: Sequence[int]) -> list[Table]:
+                    plugins: Sequence[str], sizes: Sequence[int],
+                    operations: Collection[tuple[str, str, str]] = ()) -> list[Table]:
     """The tables, those of ``algorithms`` (a speed matrix's) with a row for each of
-    ``plugins`` and a column for each of ``sizes`` (bytes) even where no cell was measured.
+    ``plugins`` and a column for each of ``sizes`` (bytes), or each operation every plugin
+    has, even where no cell was measured; a declared one (a signature's keygen) when the
+    matrix has it, ``(algorithm, plugin, operation)`` in ``operations`` (``-`` elsewhere).
 
     A run that measured every cell changes nothing; an interrupted one shows the cells it
     did not reach as ``-`` (:func:`status_reason`: "not measured in this run") instead of
@@ -189,14 +192,20 @@ def with_every_cell(tables: Sequence[Table], algorithms: Collection[str],
             alg = catalog.lookup(t.algorithm)
             if t.sized:
                 t = replace(t, plugins=rows, sizes=tuple(sorted({*t.sizes, *sizes})))
-            else:  # a size-less table: every operation of its kind is a column
-                ops = [str(d) for d in alg.directions] if alg is not None else []
+            else:  # a size-less table: its operations in the catalog's order
+                want = {*t.operations, *(o for a, _, o in operations if a == t.algorithm)}
+                ops = [str(d) for d in alg.directions if str(d) in want
+                       or d not in alg.rules.declared] if alg is not None else []
+                absent = {(p, o): NOT_DECLARED for p in plugins for o in ops if operations and
+                          o in alg.rules.declared and (t.algorithm, p, o) not in operations}
                 t = replace(t, plugins=rows, operations=tuple(dict.fromkeys(
-                    [*ops, *t.operations])))
+                    [*ops, *t.operations])), absent=absent)
         out.append(t)
     return out
 
 
+#: Why a plugin's row has no keygen cell of a signature (:attr:`Table.absent`).
+NOT_DECLARED = "its plugin does not generate signature keys (generates_signature_keys)"
 #: The directions a kind is measured in by default: a table header names any other.
 DEFAULT_DIRECTIONS = frozenset(rules.directions[0] for rules in catalog.RULES.values())
 
@@ -300,7 +309,7 @@ def notes(table: Table) -> list[str]:
                            "used as a baseline)")
                 continue
             if cell is None:
-                status, reason = status_reason(cell, table)
+                status, reason = status_reason(cell, table, (p, s))
             elif status:
                 reason = cell.reason
             else:
@@ -309,7 +318,7 @@ def notes(table: Table) -> list[str]:
                 continue
             seen.add((p, status, reason))
             sizes = [str(x) for x in table.columns
-                     if status_reason(table.cells.get((p, x)), table) == (status, reason)]
+                     if status_reason(table.cells.get((p, x)), table, (p, x)) == (status, reason)]
             where = where_in(table, sizes)
             # a cell no test measured (or a file lacks) was not skipped: say only why it is empty
             said = f" {status}" if cell is not None else ""
@@ -340,10 +349,11 @@ def where_in(table: Table, columns: Sequence[str]) -> str:
     return f"size {', '.join(columns)}" if table.sized else ", ".join(columns)
 
 
-def status_reason(cell: Cell | None, table: Table) -> tuple[str, str]:
+def status_reason(cell: Cell | None, table: Table, where: tuple[str, Any] = ("", 0)
+                  ) -> tuple[str, str]:
     if cell is None:  # a joined report's rows come from files, not from this run
-        return SKIPPED, ("not in this results file" if table.machines
-                         else "not measured in this run")
+        return SKIPPED, table.absent.get(where) or (
+            "not in this results file" if table.machines else "not measured in this run")
     if cell.measurement is not None:
         return "", ""
     return cell.status, cell.reason

@@ -156,7 +156,8 @@ class MeasuredContext:
             rounds=self.options.rounds if rounds is None else rounds,
             count=self.options.count if count is None else count)
         alg = self.bench.algorithm
-        problem = pkey_bench.operation_problem(alg, size, operation)
+        problem = pkey_bench.operation_problem(alg, size, operation,
+                                               pkey_bench.declares(self.bench.selection))
         if alg.rules.sized:
             problem = problem or bench.argument_problem(size, options.min_time, options.rounds,
                                                         options.count)

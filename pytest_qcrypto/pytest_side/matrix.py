@@ -20,7 +20,7 @@ from typing import Any, Protocol
 
 import pytest
 
-from pytest_qcrypto.measure import callables, memory
+from pytest_qcrypto.measure import callables, memory, pkey_bench
 from pytest_qcrypto.algorithms import catalog, settings
 from pytest_qcrypto.measure.bench import Case
 from pytest_qcrypto.algorithms.catalog import Algorithm
@@ -102,12 +102,14 @@ def matrix_algorithms(run: Run) -> list[Algorithm]:
     return [a for a in run.settings.algorithms if a.name in named | _supported(run)]
 
 
-def cells_of(alg: Algorithm, plugin: str, sizes: tuple[int, ...], decrypt: bool,
-             roundtrip: bool) -> list[Case]:
-    """The cases of one algorithm in one plugin: one per size, or, for a kind without a
-    buffer size (``KindRules.sized`` False), one per direction of the kind with size 0."""
+def cells_of(alg: Algorithm, sel: Selection, sizes: tuple[int, ...], decrypt: bool,
+             roundtrip: bool, plugin: str = "") -> list[Case]:
+    """The cases of one algorithm in one plugin (named ``plugin``, else as typed): one per
+    size, or, for a kind without a buffer size (``KindRules.sized`` False), one per direction
+    the plugin has with size 0 (a signature's keygen where it generates signature keys)."""
+    plugin, keys = plugin or sel.typed, pkey_bench.declares(sel)
     if not alg.rules.sized:
-        return [Case(alg.name, plugin, 0, operation=str(d)) for d in alg.directions]
+        return [Case(alg.name, plugin, 0, operation=str(d)) for d in alg.directions_in(keys)]
     return [Case(alg.name, plugin, size, decrypt and alg.can_decrypt,
                  roundtrip and alg.can_roundtrip) for size in sizes]
 
@@ -117,8 +119,8 @@ def cases(run: Run) -> Iterator[Case]:
     s = run.settings
     targets = getattr(run, "target_names", None) or [""]  # --qcrypto-target: PLUGIN@NAME
     for alg, sel, target in product(matrix_algorithms(run), run.selections, targets):
-        yield from cells_of(alg, f"{sel.typed}@{target}" if target else sel.typed, s.sizes,
-                            s.decrypt, s.roundtrip)
+        yield from cells_of(alg, sel, s.sizes, s.decrypt, s.roundtrip,
+                            f"{sel.typed}@{target}" if target else sel.typed)
 
 
 def check_all(run: Run) -> None:
@@ -194,7 +196,7 @@ def marker_cases(run: Run, marker: pytest.Mark) -> list[Case]:
     if kwargs:
         raise SettingsError(f"unknown marker arguments: {', '.join(kwargs)}")
     return [c for a, s in product(algorithms, selections)
-            for c in cells_of(a, s.typed, sizes_t, decrypt, roundtrip)]
+            for c in cells_of(a, s, sizes_t, decrypt, roundtrip)]
 
 
 def _callable_cases(run: Run, kwargs: dict[str, Any], args: list[Any]) -> list[Case]:

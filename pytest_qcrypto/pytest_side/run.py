@@ -336,7 +336,8 @@ class QcryptoRun(RunSettings):
         cases = list(self.cases())  # its rows are the cases' plugins (PLUGIN@TARGET too)
         plugins = list(dict.fromkeys(c.plugin for c in cases))
         return quoting.clocked(with_every_cell(self.ledger.tables(plugins), {
-            c.algorithm for c in cases}, plugins, self.settings.sizes), self.settings.clock)
+            c.algorithm for c in cases}, plugins, self.settings.sizes,
+            {(c.algorithm, c.plugin, c.operation) for c in cases}), self.settings.clock)
 
     @pytest.hookimpl(tryfirst=True)  # (the gate saves its file first, see gate_plugin)
     def pytest_sessionfinish(self, session: pytest.Session) -> None:
