@@ -327,3 +327,18 @@ def test_each_plugin_is_timed_once_for_every_name_it_was_typed_as():
     assert cost_model.summary_lines(ms, interface=found) == [
         "afalg interface: 3.9 us per call (null request: a 1-byte skcipher ecb(cipher_null) "
         "request (send + recv))"]
+
+
+def test_a_failing_null_request_is_said_not_raised():
+    class Failing(_NullPlugin):
+        def null_request(self):
+            def run(count):
+                raise OSError(5, "Input/output error")
+            return NullRequest("a request", run, lambda: setattr(self, "closed", 1))
+
+    plugin = Failing("afalg", 0, {"wall": 0})
+    cost = interface_cost.time_null(plugin)
+    assert plugin.closed == 1
+    assert cost_model.interface_line(cost) == (
+        "afalg interface: not timed (the null request failed: OSError: [Errno 5] Input/output "
+        "error)")

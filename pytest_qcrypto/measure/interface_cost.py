@@ -21,7 +21,7 @@ import statistics
 from collections.abc import Callable, Iterable
 from typing import Any
 
-from pytest_qcrypto.backends.base import CryptoPlugin, Unsupported
+from pytest_qcrypto.backends.base import CryptoPlugin, Unavailable, Unsupported
 from pytest_qcrypto.measure import harness
 from pytest_qcrypto.measure.cost_model import InterfaceCost
 
@@ -34,19 +34,20 @@ def time_null(plugin: CryptoPlugin, *, min_time: float = MIN_TIME, rounds: int =
               clock: Callable[[], int] | None = None,
               cpu_clock: Callable[[], int] | None = None) -> InterfaceCost | None:
     """The :class:`InterfaceCost` of ``plugin``'s null request: seconds per request, or why
-    it was not timed (the plugin refused it, or a request failed); None when the plugin has
-    no null request.  ``clock`` and ``cpu_clock`` as :func:`harness.time_runner`'s."""
+    it was not timed (the plugin refused it, or a request or the clock failed: the notes say
+    so, never raise); None when the plugin has no null request.  ``clock`` and ``cpu_clock`` as :func:`harness.time_runner`'s."""
     try:
         request = plugin.null_request()
-    except Unsupported as exc:
+    except (Unsupported, Unavailable) as exc:
         return InterfaceCost(plugin.name, "", None, str(exc))
     if request is None:
         return None
     try:
         t = harness.time_runner(request.run, min_time=min_time, rounds=rounds, clock=clock,
                                 cpu_clock=cpu_clock)
-    except OSError as exc:
-        return InterfaceCost(plugin.name, request.what, None, f"the null request failed: {exc}")
+    except Exception as exc:  # noqa: BLE001  (a kernel error, a broken clock: said, not raised)
+        return InterfaceCost(plugin.name, request.what, None,
+                             f"the null request failed: {type(exc).__name__}: {exc}")
     finally:
         request.close()
     return InterfaceCost(plugin.name, request.what, statistics.median(t.rounds_s) / t.count)
