@@ -97,6 +97,8 @@ ALGS = {
     ("skcipher", "cbc(des)"): ("cbc(des-generic)", 100, "cbc-des"),
     ("skcipher", "cbc(blowfish)"): ("cbc-blowfish-asm", 300, "cbc-bf"),
     ("skcipher", "cbc(cast5)"): ("cbc-cast5-avx", 200, "cbc-cast5"),
+    # crypto/crypto_null.c: no key, no IV, block size 1; output = input
+    ("skcipher", "ecb(cipher_null)"): ("ecb-cipher_null", 100, "null"),
 }
 #: Extra drivers by name only (lower priority): bind pins them.
 EXTRA_DRIVERS = {("hash", "sha256-generic"): ("sha256", 100, "sha256"),
@@ -173,6 +175,8 @@ class FakeTfm:
             keys = CBC[self.what][1] if self.what in CBC else (16, 24, 32)
             if self.what in (*CBC, "ctr", "ecb", "gcm", "cmac") and len(value) not in keys:
                 raise OSError(errno.EINVAL, os.strerror(errno.EINVAL))
+            if self.what == "null" and value:  # null_setkey: any key, but this is keyless
+                raise AssertionError("the null cipher is keyed with an empty key")
             self.key = bytes(value)
         elif opt == ALG_SET_AEAD_AUTHSIZE:
             assert value is None
@@ -269,6 +273,8 @@ class FakeOp:
 
     def _skcipher(self, data):
         key, what, iv = self.tfm.key, self.tfm.what, self.iv
+        if what == "null":
+            return data
         if what in CBC:
             if len(data) % _block(what):
                 raise OSError(errno.EINVAL, os.strerror(errno.EINVAL))
@@ -1050,3 +1056,29 @@ def test_mac_and_64_bit_cipher_tables_from_the_command_line(pytester, fake_kerne
         assert f"  afalg: driver {driver} (software)" in r.outlines[at:]
     r.assert_outcomes(passed=6)
     assert not fake_kernel_plugin.open_sockets
+
+
+# -- the interface's own cost: the null request ----------------------------------------------
+
+
+def test_null_request_is_one_byte_send_and_recv_on_ecb_cipher_null(kernel, plugin):
+    request = plugin.null_request()
+    assert request.what == "a 1-byte skcipher ecb(cipher_null) request (send + recv)"
+    (tfm,) = [s for s in kernel.open_sockets if isinstance(s, FakeTfm)]
+    (op,) = [s for s in kernel.open_sockets if isinstance(s, FakeOp)]
+    assert (tfm.typ, tfm.what, tfm.key) == ("skcipher", "null", b"")
+    assert op.enc and op.more and not kernel.sends  # primed with the operation, no data
+    request.run(4)
+    assert kernel.sends == [(1, MSG_DONTWAIT)] * 4  # as the cipher loop sends a buffer
+    assert not op.queue
+    request.close()
+    assert not kernel.open_sockets
+
+
+def test_a_kernel_without_cipher_null_says_why(kernel, plugin, monkeypatch):
+    monkeypatch.delitem(ALGS, ("skcipher", "ecb(cipher_null)"))
+    with pytest.raises(Unsupported) as e:
+        plugin.null_request()
+    assert str(e.value) == ("no null request: skcipher ecb(cipher_null): [ENOENT] "
+                            "No such file or directory")
+    assert not kernel.open_sockets

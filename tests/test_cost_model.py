@@ -8,7 +8,9 @@ from dataclasses import replace
 import pytest
 from hypothesis import given, settings as hsettings, strategies as st
 
-from pytest_qcrypto.measure import cost_model, harness
+from pytest_qcrypto.backends.base import CryptoPlugin, NullRequest, Unsupported
+from pytest_qcrypto.measure import cost_model, harness, interface_cost
+from pytest_qcrypto.measure.registry import RegistryError, Selection
 from pytest_qcrypto.results import store as results
 from pytest_qcrypto.measure.harness import Measurement
 from pytest_qcrypto.algorithms.settings import DEFAULT_SIZES
@@ -224,3 +226,119 @@ def test_the_flag_says_when_nothing_could_be_fitted(pytester):
                            "--qcrypto-size", "16,64", "--qcrypto-model", *FAST)
     assert r.ret == 0
     assert "qcrypto model: nothing was measured at 3 or more sizes" in r.outlines
+
+
+# -- the interface's own cost (a kernel plugin's null request) ----------------------------
+
+
+class _NullPlugin(CryptoPlugin):
+    """A plugin whose null request costs ``ns`` of a fake clock (None: it has none;
+    a string: it refuses one with that reason)."""
+
+    def __init__(self, name, ns, clock):
+        self.name, self.ns, self.clock, self.closed = name, ns, clock, 0
+
+    def null_request(self):
+        if isinstance(self.ns, str):
+            raise Unsupported(self.ns)
+        if self.ns is None:
+            return None
+
+        def run(count):
+            self.clock["wall"] += count * self.ns
+
+        return NullRequest("a 1-byte skcipher ecb(cipher_null) request (send + recv)", run,
+                           lambda: setattr(self, "closed", self.closed + 1))
+
+
+def null_cost(ns, name="afalg"):
+    clock = {"wall": 0}
+    plugin = _NullPlugin(name, ns, clock)
+    cost = interface_cost.time_null(plugin, clock=lambda: clock["wall"],
+                                    cpu_clock=lambda: clock["wall"])
+    assert plugin.closed == (1 if isinstance(ns, int) else 0)
+    return cost
+
+
+def test_the_null_request_timed_on_a_fake_clock_is_said_beside_the_per_call_cost():
+    cost = null_cost(3900)
+    assert cost.per_call_s == pytest.approx(3.9e-6, rel=1e-12)
+    ms = [timed("sha256", "afalg", s, 5100, 0.52) for s in DEFAULT_SIZES]
+    assert cost_model.summary_lines(ms, interface={"afalg": cost}) == [
+        "where the time goes (time per operation = per call + size x per byte):",
+        "  afalg sha256: 5.1 us per call, of which the interface (null request) 3.9 us, + 0.52 "
+        "ns per byte (1.92 GB/s for large buffers)",
+        "  afalg interface: 3.9 us per call (null request: a 1-byte skcipher ecb(cipher_null) "
+        "request (send + recv))"]
+
+
+def test_a_null_request_slower_than_the_fitted_per_call_cost_is_said_so():
+    (fit,) = cost_model.fit_all([timed("sha256", "afalg", s, 2000, 0.52) for s in DEFAULT_SIZES])
+    assert cost_model.line(fit, interface=null_cost(3900)) == (
+        "afalg sha256: 2 us per call (the interface's null request alone: 3.9 us, more than "
+        "that), + 0.52 ns per byte (1.92 GB/s for large buffers)")
+
+
+def test_a_plugin_without_a_null_request_shows_nothing_new():
+    assert null_cost(None, "openssl") is None
+    ms = [timed("sha256", "openssl", s, 1370, 0.52) for s in DEFAULT_SIZES]
+    registry = {"openssl": _NullPlugin("openssl", None, {"wall": 0})}
+    found = interface_cost.of_run(lambda typed: Selection(typed, registry[typed]), ms)
+    assert found == {}
+    assert cost_model.summary_lines(ms, interface=found) == cost_model.summary_lines(ms) == [
+        "where the time goes (time per operation = per call + size x per byte):",
+        "  openssl sha256: 1.37 us per call + 0.52 ns per byte (1.92 GB/s for large buffers)"]
+
+
+def test_a_refused_null_request_says_why_even_without_a_fit():
+    cost = null_cost("no null request: /dev/crypto (cryptodev-linux) refuses a session of the "
+                     "null cipher (CIOCGSESSION cipher=16 keylen=0): [EINVAL] Invalid argument",
+                     "devcrypto")
+    assert cost == cost_model.InterfaceCost("devcrypto", "", None, cost.why_not)
+    ms = [timed("sha256", "devcrypto", s, 9000, 1.0) for s in (16, 64)]  # too few to fit
+    assert cost_model.summary_lines(ms, interface={"devcrypto": cost}) == [
+        "devcrypto interface: not timed (no null request: /dev/crypto (cryptodev-linux) "
+        "refuses a session of the null cipher (CIOCGSESSION cipher=16 keylen=0): [EINVAL] "
+        "Invalid argument)"]
+
+
+def test_each_plugin_is_timed_once_for_every_name_it_was_typed_as():
+    clock = {"wall": 0}
+    plugin = _NullPlugin("afalg", 3900, clock)
+    timed_calls = []
+    real = interface_cost.time_null
+
+    def counting(p, **kw):
+        timed_calls.append(p)
+        return real(p, clock=lambda: clock["wall"], cpu_clock=lambda: clock["wall"])
+
+    ms = [timed("sha256", typed, 16, 5100, 0.52) for typed in ("afalg", "afalg:soft", "afalg")]
+
+    def resolve(typed):
+        if typed == "gone":
+            raise RegistryError("unknown crypto plugin 'gone'")
+        return Selection(typed, plugin, typed.partition(":")[2] or None)
+
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setattr(interface_cost, "time_null", counting)
+        found = interface_cost.of_run(resolve, [*ms, replace(ms[0], plugin="gone")])
+    assert timed_calls == [plugin] and list(found) == ["afalg", "afalg:soft"]
+    assert found["afalg"] is found["afalg:soft"]
+    assert cost_model.summary_lines(ms, interface=found) == [
+        "afalg interface: 3.9 us per call (null request: a 1-byte skcipher ecb(cipher_null) "
+        "request (send + recv))"]
+
+
+def test_a_failing_null_request_is_said_not_raised():
+    class Failing(_NullPlugin):
+        def null_request(self):
+            def run(count):
+                raise OSError(5, "Input/output error")
+            return NullRequest("a request", run, lambda: setattr(self, "closed", 1))
+
+    plugin = Failing("afalg", 0, {"wall": 0})
+    cost = interface_cost.time_null(plugin)
+    assert plugin.closed == 1
+    assert cost_model.interface_line(cost) == (
+        "afalg interface: not timed (the null request failed: OSError: [Errno 5] Input/output "
+        "error)")

@@ -122,6 +122,25 @@ class _Poly1305:
         return self.mac.finalize()
 
 
+class _Null:
+    """The kernel's null cipher (crypto/crypto_null.c): output = input, no key, no IV."""
+
+    def __init__(self, key: bytes, iv: bytes) -> None:
+        assert key == b"" and iv == b""
+
+    def encryptor(self) -> _Null:
+        return self
+
+    def decryptor(self) -> _Null:
+        return self
+
+    def update(self, data: bytes) -> bytes:
+        return bytes(data)
+
+    def finalize(self) -> bytes:
+        return b""
+
+
 def _stream(kind):
     return {"ctr": lambda key, iv: Cipher(algorithms.AES(key), modes.CTR(iv)),
             "xts": lambda key, iv: Cipher(algorithms.AES(key), modes.XTS(iv)),
@@ -158,6 +177,8 @@ LINUX_SPECS = {
     1: Spec("cipher", _des, (8,), 8, 8, "cbc(des-generic)"),
     3: Spec("cipher", _cbc(Blowfish, 16), tuple(range(4, 57)), 8, 8, "cbc-blowfish-asm"),
     # 4 (CRYPTO_CAST_CBC): cryptodev-linux 1.14 maps it to nothing, EINVAL
+    # CRYPTO_NULL (crypto/cryptodev.h enum cryptodev_crypto_op_t: 16), ecb(cipher_null)
+    16: Spec("cipher", _Null, (0,), 1, 0, "ecb-cipher_null"),
     6: Spec("mac", _hmac("md5"), driver="hmac(md5-generic)"),
     7: Spec("mac", _hmac("sha1"), driver="hmac(sha1-avx2)"),
     18: Spec("mac", _hmac("sha256"), driver="hmac(sha256-avx2)"),
@@ -177,6 +198,8 @@ FREEBSD_SPECS = {
     7: Spec("mac", _hmac("sha1")), 18: Spec("mac", _hmac("sha256")),
     19: Spec("mac", _hmac("sha384")), 20: Spec("mac", _hmac("sha512")),
     38: Spec("mac", _Poly1305, (32,)),
+    # CRYPTO_NULL_CBC (sys/opencrypto/cryptodev.h: 16), NULL_BLOCK_LEN 4
+    16: Spec("cipher", _Null, (0,), 4, 0),
     # 1, 3, 4, 6 (DES, Blowfish, CAST, MD5-HMAC): removed in FreeBSD 13.0, EINVAL
 }
 LINUX_NR = {v: k for k, v in LINUX_REQUESTS.items()}
@@ -1277,3 +1300,61 @@ def test_roundtrip_loop_with_a_bad_tag_wipes_and_says_authentication(double, plu
     # decryption's output before it refused the tag, and the loop wiped that
     assert sum(data in b.read() for b in kept_buffers) == 1
     ctx.close()
+
+
+# -- the interface's own cost: the null request ----------------------------------------------
+
+
+def test_linux_null_request_is_one_cioccrypt_of_crypto_null_per_call(double, plugin):
+    # CRYPTO_NULL = 16 in cryptodev-linux's crypto/cryptodev.h (kernel-abi.md 1.4)
+    request = plugin.null_request()
+    assert request.what == "a 1-byte CIOCCRYPT of the null cipher (id 16)"
+    assert [LINUX_NR[c] for c in double.calls] == ["CIOCGSESSION"]
+    (session,) = double.sessions.values()
+    assert session["spec"] is LINUX_SPECS[16] and session["key"] == b""
+    request.run(5)
+    assert [LINUX_NR[c] for c in double.calls] == ["CIOCGSESSION"] + ["CIOCCRYPT"] * 5
+    request.close()
+    assert [LINUX_NR[c] for c in double.calls][-1] == "CIOCFSESSION"
+    assert len(double.calls) == 7 and not double.sessions and not double.open_fds
+
+
+def test_freebsd_null_request_is_crypto_null_cbc_of_four_bytes():
+    # CRYPTO_NULL_CBC = 16 in sys/opencrypto/cryptodev.h (kernel-abi.md 2.4)
+    double = CryptodevDouble(linux=False)
+    request = double.plugin().null_request()
+    assert request.what == "a 4-byte CIOCCRYPT of the null cipher (id 16)"
+    request.run(3)
+    request.close()
+    assert [FREEBSD_NR[c] for c in double.calls] == (
+        ["CIOCGSESSION2"] + ["CIOCCRYPT"] * 3 + ["CIOCFSESSION"])
+    assert not double.sessions and not double.open_fds
+
+
+def test_a_device_without_the_null_cipher_says_why(double, plugin):
+    double.rejected[16] = errno.EINVAL
+    with pytest.raises(Unsupported) as e:
+        plugin.null_request()
+    assert str(e.value) == (
+        "no null request: /dev/crypto (cryptodev-linux) refuses a session of the null cipher "
+        "(CIOCGSESSION cipher=16 keylen=0): [EINVAL] Invalid argument")
+    assert not double.open_fds
+
+
+def test_no_device_no_null_request(double, plugin):
+    double.present = False
+    with pytest.raises(Unsupported, match="^no null request: no /dev/crypto here: load"):
+        plugin.null_request()
+
+
+def test_verbose_run_shows_the_interface_beside_the_per_call_cost(pytester, builtin_on_double):
+    r = pytester.runpytest_inprocess("--qcrypto-cipher", "aes-128-cbc", "--qcrypto-plugin",
+                                     "devcrypto", "--qcrypto-size", "16,256,4096", "-v", *FAST)
+    assert r.ret == 0, r.stdout.str()
+    fit = [x for x in r.outlines if x.startswith("  devcrypto aes-128-cbc: ")]
+    assert len(fit) == 1 and ", of which the interface (null request) " in fit[0] \
+        or " (the interface's null request alone: " in fit[0], r.stdout.str()
+    line = [x for x in r.outlines if x.startswith("  devcrypto interface: ")]
+    assert len(line) == 1 and line[0].endswith(
+        " per call (null request: a 1-byte CIOCCRYPT of the null cipher (id 16))"), line
+    assert not builtin_on_double.sessions and not builtin_on_double.open_fds

@@ -33,6 +33,7 @@ from pytest_qcrypto.backends.base import (
     AuthenticationError,
     Context,
     CryptoPlugin,
+    NullRequest,
     Runner,
     Unavailable,
     Unsupported,
@@ -42,7 +43,7 @@ from pytest_qcrypto.backends.base import (
 )
 
 __all__ = [
-    "AuthenticationError", "Context", "CryptoPlugin", "Runner", "Unavailable", "Unsupported",
+    "AuthenticationError", "Context", "CryptoPlugin", "NullRequest", "Runner", "Unavailable", "Unsupported",
     "Workload", "builtin_plugins", "default_order", "describe_implementations",
     "implementation_text",
 ]

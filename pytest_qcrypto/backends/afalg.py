@@ -50,7 +50,8 @@ What one timed operation sends (sizes in bytes):
   skipped with the reason when that is not permitted.
 
 Sends use ``MSG_DONTWAIT``: a blocking send beyond the socket buffer would wait
-for a ``recv`` that a single thread never makes.
+for a ``recv`` that a single thread never makes.  The interface's own cost is a
+null request, 1 byte to ``ecb(cipher_null)`` (:mod:`.afalg_null`).
 """
 
 from __future__ import annotations
@@ -81,7 +82,9 @@ from pytest_qcrypto.backends.afalg_kernel import (  # noqa: F401  (CHUNK: users 
     soft_driver,
 )
 from pytest_qcrypto.backends.afalg_kernel import netlink_flags as _netlink_flags
-from pytest_qcrypto.backends.base import Context, CryptoPlugin, Unavailable, Unsupported
+from pytest_qcrypto.backends.afalg_null import NULL_CIPHER, null_request
+from pytest_qcrypto.backends.base import (Context, CryptoPlugin, NullRequest, Unavailable,
+                                          Unsupported)
 from pytest_qcrypto.algorithms.catalog import Algorithm
 
 #: Why the public-key kinds and KDFs are not afalg rows (:meth:`AfalgPlugin.open` raises it).
@@ -241,6 +244,16 @@ class AfalgPlugin(CryptoPlugin):
         if record.module.startswith(ENGINE_MODULES):
             return True
         return False if record.module == "kernel" or not record.is_async else None
+
+    def null_request(self) -> NullRequest:
+        """One-byte requests to the kernel's null cipher (:mod:`.afalg_null`); Unsupported
+        with the kernel's reason when it cannot be bound, keyed or primed."""
+        try:
+            return null_request(self.new_socket_bound(*NULL_CIPHER))
+        except (AttributeError, OSError) as exc:
+            said = errno_text(exc) if isinstance(exc, OSError) else "no socket.AF_ALG"
+            raise Unsupported(f"no null request: {NULL_CIPHER[0]} {NULL_CIPHER[1]}: "
+                              f"{said}") from None
 
     # -- contexts -------------------------------------------------------------------
 

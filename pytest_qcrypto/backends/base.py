@@ -35,6 +35,22 @@ class AuthenticationError(Exception):
 
 
 @dataclass(frozen=True)
+class NullRequest:
+    """The smallest request an interface takes, to an algorithm that does no work.
+
+    Its time is the interface's own cost per call (system call, copies, the kernel's
+    request set-up), shown beside an algorithm's per-call cost
+    (:mod:`pytest_qcrypto.measure.interface_cost`).  ``what`` says what one request is
+    (``a 1-byte skcipher ecb(cipher_null) request``); ``run(count)`` makes ``count``
+    requests back to back; ``close()`` releases what they used.
+    """
+
+    what: str
+    run: Runner
+    close: Callable[[], None]
+
+
+@dataclass(frozen=True)
 class Workload:
     """What one measurement feeds a context.
 
@@ -347,6 +363,13 @@ class CryptoPlugin:
         """Why catalog algorithm ``name``, not in :meth:`supported`, is not, in a few words
         (the kernel plugins: what the kernel said when asked); ``""`` when unknown."""
         return ""
+
+    def null_request(self) -> NullRequest | None:
+        """A :class:`NullRequest` to time the interface's own cost per call (the kernel
+        plugins); None (the default): the plugin has no interface of its own to time, and
+        nothing is shown.  Raises :class:`Unsupported` saying why when it has one but this
+        machine refuses it (a device without a null cipher)."""
+        return None
 
 
 def implementation_text(plugin: CryptoPlugin, name: str) -> str:

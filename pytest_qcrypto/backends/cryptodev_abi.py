@@ -217,6 +217,10 @@ class Abi:
     #: Why the kernel may refuse an algorithm at session creation (catalog name -> text),
     #: added to the skip reason of an EINVAL there.
     refusals: dict[str, str] = field(default_factory=dict)
+    #: The null cipher's id (the interface's own cost, :meth:`DevcryptoPlugin.null_request`)
+    #: and the bytes of one null request (its block size); 0: the ABI has none.
+    null_cipher: int = 0
+    null_size: int = 1
 
     @property
     def linux(self) -> bool:
@@ -228,6 +232,9 @@ COP_FLAG_NONE = 0
 COP_FLAG_UPDATE, COP_FLAG_FINAL, COP_FLAG_WRITE_IV, COP_FLAG_NO_ZC = 1, 2, 4, 8
 COP_FLAG_RESET = 64
 SIOP_FLAG_KERNEL_DRIVER_ONLY = 1
+#: enum cryptodev_crypto_op_t: CRYPTO_NULL = 16, which ioctl.c maps to ecb(cipher_null)
+#: (key size 0, IV size 0, block size 1).
+LINUX_CRYPTO_NULL = 16
 AALG_MAX_RESULT_LEN = 64
 #: Largest AAD cryptodev-linux takes in one CIOCAUTHCRYPT (PAGE_SIZE; EINVAL above).
 LINUX_MAX_AAD = 4096
@@ -237,6 +244,9 @@ CRYPTO_FLAG_HARDWARE = 0x01000000
 CRYPTO_FLAG_SOFTWARE = 0x02000000
 #: FreeBSD rejects longer CIOCCRYPT / CIOCCRYPTAEAD requests with E2BIG (256 KiB - 4).
 FREEBSD_MAX_REQUEST = 256 * 1024 - 4
+#: CRYPTO_NULL_CBC = 16 (sys/opencrypto/cryptodev.h), block size NULL_BLOCK_LEN = 4
+#: (sys/opencrypto/xform_enc.h), no key, no IV.  Not run on FreeBSD here.
+FREEBSD_CRYPTO_NULL_CBC, FREEBSD_NULL_BLOCK = 16, 4
 #: FreeBSD drivers that run on the CPU (cryptosoft: generic C; the others: CPU instructions).
 FREEBSD_SOFTWARE_DRIVERS = ("cryptosoft", "aesni", "ossl", "armv8crypto")
 
@@ -321,6 +331,7 @@ def linux_abi(machine: str | None = None) -> Abi:
         "crypt_kop": CryptKop, "cphash_op": LinuxCphashOp}
     return Abi("cryptodev-linux", e, requests, cop_encrypt=0, cop_decrypt=1,
                algorithms=LINUX_IDS, structs=structs, refusals=LINUX_REFUSALS,
+               null_cipher=LINUX_CRYPTO_NULL, null_size=1,
                load_hint="load the cryptodev-linux module: modprobe cryptodev "
                          "(out of tree: packaged by OpenWrt, Yocto and as DKMS); "
                          "FreeBSD: kldload cryptodev")
@@ -348,6 +359,7 @@ def freebsd_abi() -> Abi:
         "crypt_find_op": FreeBSDCryptFindOp, "crypt_kop": CryptKop}
     return Abi("FreeBSD", e, requests, cop_encrypt=1, cop_decrypt=2,
                algorithms=FREEBSD_IDS, structs=structs, refusals=FREEBSD_REFUSALS,
+               null_cipher=FREEBSD_CRYPTO_NULL_CBC, null_size=FREEBSD_NULL_BLOCK,
                load_hint="load cryptodev(4): kldload cryptodev; software and CPU-instruction "
                          "drivers also need sysctl kern.crypto.allow_soft=1; Linux: "
                          "modprobe cryptodev (cryptodev-linux)")

@@ -37,6 +37,10 @@ What one timed operation is (sizes in bytes):
   output buffer holds every byte the kernel may pin or write
   (:meth:`Session.aead_dst_size`): on cryptodev-linux that is the ciphertext
   and tag in both directions, although a decryption writes only the plaintext.
+* the interface's own cost (:meth:`DevcryptoPlugin.null_request`): one
+  ``CIOCCRYPT`` of the null cipher (cryptodev-linux ``CRYPTO_NULL`` = 16 in
+  ``crypto/cryptodev.h``, ``ecb(cipher_null)``, 1 byte; FreeBSD ``CRYPTO_NULL_CBC`` =
+  16, 4 bytes) on a keyless session of its own.
 
 Kernel hazards this module rules out (kernel-abi.md section 7, seen on a real
 cryptodev-linux 1.14): a GCM tag length other than 4, 8 or 12..16 bytes,
@@ -49,12 +53,16 @@ plaintext in the output buffer; it is wiped before the error is raised.
 
 from __future__ import annotations
 
+import ctypes
 import errno
 import os
 from collections.abc import Callable
+from itertools import repeat
+from typing import Any
 
 import pytest_qcrypto.backends.cryptodev_abi as abi_mod
-from pytest_qcrypto.backends.base import Context, CryptoPlugin, Unavailable, Unsupported
+from pytest_qcrypto.backends.base import (Context, CryptoPlugin, NullRequest, Unavailable,
+                                          Unsupported)
 from pytest_qcrypto.backends.cryptodev_abi import Abi
 from pytest_qcrypto.backends.devcrypto_sessions import (  # noqa: F401  (names tests use)
     DEVICE,
@@ -204,6 +212,31 @@ class DevcryptoPlugin(CryptoPlugin):
                      "in the notes under the table")
         return lines
 
+    def null_request(self) -> NullRequest:
+        """One CIOCCRYPT of the null cipher per request, :attr:`Abi.null_size` bytes
+        (cryptodev-linux CRYPTO_NULL = 16, ``ecb(cipher_null)``; FreeBSD CRYPTO_NULL_CBC =
+        16), on a session of its own; :class:`Unsupported` saying why where the ABI has no
+        null cipher, the device cannot be opened or refuses the session."""
+        abi = self.abi
+        if abi is None or not abi.null_cipher:
+            raise Unsupported(f"no null request: no null cipher in {abi.name if abi else 'no'}"
+                              " /dev/crypto ABI")
+        try:
+            device = self.open_device()
+        except OSError as exc:
+            raise Unsupported(f"no null request: {self._unavailable(exc, abi)}") from None
+        try:
+            made = _null_request(device, abi)
+        except BaseException:
+            device.close()
+            raise
+
+        def close() -> None:
+            made.close()
+            device.close()
+
+        return NullRequest(made.what, made.run, close)
+
     def open(self, algorithm: Algorithm, key: bytes, variant: str | None = None) -> Context:
         """Open the device and one session; :class:`Unsupported` with the errno if refused."""
         if not algorithm.rules.sized:
@@ -229,6 +262,46 @@ class DevcryptoPlugin(CryptoPlugin):
             device.close()
             raise
         return ctx
+
+
+# -- the interface's own cost -----------------------------------------------------------
+
+
+def _null_request(device: Device, abi: Abi) -> NullRequest:
+    """Open a session of the ABI's null cipher (no key) on ``device`` and make the
+    requests; :class:`Unsupported` with the errno when the device refuses the session."""
+    if abi.linux:
+        op: Any = abi_mod.LinuxSessionOp(cipher=abi.null_cipher)
+        create = "CIOCGSESSION"
+    else:
+        op = abi_mod.FreeBSDSession2Op(cipher=abi.null_cipher, crid=abi_mod.CRYPTO_FLAG_HARDWARE
+                                       | abi_mod.CRYPTO_FLAG_SOFTWARE)
+        create = "CIOCGSESSION2"
+    try:
+        device.ioctl(abi.requests[create], op, True)
+    except OSError as exc:
+        raise Unsupported(f"no null request: /dev/crypto ({abi.name}) refuses a session of "
+                          f"the null cipher ({create} cipher={abi.null_cipher} keylen=0): "
+                          f"{errno_text(exc)}") from None
+    ses, n = op.ses, abi.null_size
+    src, dst = _Buffer(n, bytes(n)), _Buffer(n)
+    crypt = abi.structs["crypt_op"](ses=ses, op=abi.cop_encrypt, flags=0, len=n,
+                                    src=src.address, dst=dst.address, mac=None, iv=None)
+    crypt.buffers = (src, dst)  # alive for as long as the request is
+
+    def run(count: int, ioctl: Any = device.ioctl, request: int = abi.requests["CIOCCRYPT"],
+            crypt: Any = crypt) -> None:
+        for _ in repeat(None, count):
+            ioctl(request, crypt, False)
+
+    def close() -> None:
+        try:
+            device.ioctl(abi.requests["CIOCFSESSION"], ctypes.c_uint32(ses), False)
+        except OSError:
+            pass
+
+    return NullRequest(f"a {n}-byte CIOCCRYPT of the null cipher (id {abi.null_cipher})",
+                       run, close)
 
 
 #: The built-in plugin of this module (found by :func:`pytest_qcrypto.backends.builtin_plugins`).

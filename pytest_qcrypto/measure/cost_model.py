@@ -26,6 +26,15 @@ or KiB (1024 bytes).  For a kernel or hardware plugin (its figures name a
 :data:`OFF_CPU_SHARE` of its wall cost (per job), the same fit of the CPU
 seconds gives the CPU it costs: CPU seconds per GiB (2^30 bytes) processed.
 
+A kernel plugin also times its interface's own cost, a null request
+(:mod:`pytest_qcrypto.measure.interface_cost`: AF_ALG's ``ecb(cipher_null)``,
+/dev/crypto's null cipher), and its lines say how much of the per-call cost that is::
+
+    afalg sha256: 5.1 us per call, of which the interface (null request) 3.9 us, + 0.52 ns per byte (1.92 GB/s for large buffers)
+    afalg interface: 3.9 us per call (null request: a 1-byte skcipher ecb(cipher_null) request (send + recv))
+
+Plugins without one (the software plugins) get no such text.
+
 Works on :class:`pytest_qcrypto.measure.harness.Measurement` and on saved
 :class:`pytest_qcrypto.results.model.Result` alike (both have ``size``,
 ``bytes_per_second``, ``rounds_s``, ``cpu_s``).  The core: no pytest.
@@ -34,7 +43,7 @@ Works on :class:`pytest_qcrypto.measure.harness.Measurement` and on saved
 from __future__ import annotations
 
 import statistics
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -87,6 +96,18 @@ class Fit:
         if self.cpu_per_gib_s is not None:
             doc["cpu_per_gib_s"] = self.cpu_per_gib_s
         return doc
+
+
+@dataclass(frozen=True)
+class InterfaceCost:
+    """What one null request of ``plugin`` (the canonical name) cost: ``per_call_s`` seconds
+    (the median round over its count), ``what`` says what one request is; ``per_call_s``
+    None when it could not be timed, ``why_not`` saying why."""
+
+    plugin: str
+    what: str
+    per_call_s: float | None
+    why_not: str = ""
 
 
 def fit_line(sizes: Sequence[float], seconds: Sequence[float],
@@ -209,14 +230,20 @@ def crossover(fit: Fit, other: Fit) -> str:
     return f"{other.plugin} is faster {'below' if da < 0 else 'above'} {_bytes(size)}"
 
 
-def line(fit: Fit, others: Sequence[Fit] = ()) -> str:
-    """The summary line of one fit; ``others``: fits of the same algorithm and direction."""
+def line(fit: Fit, others: Sequence[Fit] = (), interface: InterfaceCost | None = None) -> str:
+    """The summary line of one fit; ``others``: fits of the same algorithm and direction;
+    ``interface``: the null request of its plugin, said beside the per-call cost."""
     alg = catalog.lookup(fit.algorithm)
     label = f"{fit.plugin} {fit.algorithm}"
     if alg is not None and fit.direction != alg.directions[0]:
         label += f" {fit.direction}"
-    text = (f"{label}: {_time(fit.per_call_s)} per call + {fit.per_byte_s * 1e9:.3g} ns per "
-            "byte")
+    text = f"{label}: {_time(fit.per_call_s)} per call"
+    null = interface.per_call_s if interface is not None else None
+    if null is not None:
+        text += (f", of which the interface (null request) {_time(null)}," if
+                 null <= fit.per_call_s else
+                 f" (the interface's null request alone: {_time(null)}, more than that),")
+    text += f" + {fit.per_byte_s * 1e9:.3g} ns per byte"
     if fit.large_bytes_per_s is not None:
         text += f" ({fit.large_bytes_per_s / 1e9:.3g} GB/s for large buffers)"
     if fit.cpu_per_gib_s is not None:
@@ -225,16 +252,27 @@ def line(fit: Fit, others: Sequence[Fit] = ()) -> str:
     return text + "".join(f"; {c}" for c in beats)
 
 
-def summary_lines(measured: Iterable[Any], explicit: bool = False) -> list[str]:
-    """Lines under the tables: ``where the time goes`` then one line per fit.  With no
-    fit, a line saying why when ``explicit`` (``--qcrypto-model``), else none."""
+def interface_line(cost: InterfaceCost) -> str:
+    """``afalg interface: 3.9 us per call (null request: ...)``, or why it was not timed."""
+    if cost.per_call_s is None:
+        return f"{cost.plugin} interface: not timed ({cost.why_not})"
+    return f"{cost.plugin} interface: {_time(cost.per_call_s)} per call (null request: {cost.what})"
+
+
+def summary_lines(measured: Iterable[Any], explicit: bool = False,
+                  interface: Mapping[str, InterfaceCost] | None = None) -> list[str]:
+    """Lines under the tables: ``where the time goes`` then one line per fit, then one per
+    interface timed (``interface``: by plugin as typed, see
+    :func:`pytest_qcrypto.measure.interface_cost.of_run`).  With no fit, a line saying why
+    when ``explicit`` (``--qcrypto-model``), else none (but the interfaces' lines)."""
     fits = fit_all(measured)
-    if not fits:
-        return [f"qcrypto model: nothing was measured at {MIN_SIZES} or more sizes"] \
-            if explicit else []
-    out = ["where the time goes (time per operation = per call + size x per byte):"]
+    interface = interface or {}
+    costs = list({c.plugin: c for c in interface.values()}.values())
+    out = ["where the time goes (time per operation = per call + size x per byte):"] if fits \
+        else [f"qcrypto model: nothing was measured at {MIN_SIZES} or more sizes"] \
+        if explicit else []
     for fit in fits:
         peers = [o for o in fits if o is not fit and (o.algorithm, o.direction)
                  == (fit.algorithm, fit.direction)]
-        out.append("  " + line(fit, peers))
-    return out
+        out.append("  " + line(fit, peers, interface.get(fit.plugin)))
+    return out + [("  " if fits else "") + interface_line(c) for c in costs]

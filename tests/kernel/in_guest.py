@@ -1,6 +1,7 @@
 """Run inside the kernel VM: the afalg guest tests, then the main speed command
 (digest and cipher against openssl; MACs and the 64-bit block ciphers with
-``afalg`` and ``afalg:soft``), then ``cryptotest -v -P afalg -z 4``.
+``afalg`` and ``afalg:soft``), an afalg run with ``-v`` (the cost model's notes
+with the interface's null request), then ``cryptotest -v -P afalg -z 4``.
 
 Prints one JSON object: the kernel release and, per run, its command line,
 exit status, stdout and stderr.  ``tests/kernel/test_vm.py`` starts it with
@@ -27,6 +28,11 @@ RUNS = {
              "bf-cbc", "--qcrypto-cipher", "cast5-cbc", "--qcrypto-plugin", "afalg",
              "--qcrypto-plugin", "afalg:soft", "--qcrypto-min-time", "0.01",
              "--qcrypto-rounds", "1"],
+    # -v: the notes under the table, where the time goes, with the interface's own cost
+    # (afalg's null request, ecb(cipher_null)) beside the per-call cost
+    "model": [*PYTEST, "--qcrypto-cipher", "aes-128-cbc", "--qcrypto-digest", "sha256",
+              "--qcrypto-plugin", "afalg", "--qcrypto-size", "16,256,4096",
+              "--qcrypto-min-time", "0.01", "--qcrypto-rounds", "3", "-v"],
     # the console script's code, run as a module (the same main()); the plugin is named
     # through PYTEST_ADDOPTS since autoloading is off (see ENV)
     "cryptotest": [sys.executable, "-m", "pytest_qcrypto.commands.cryptotest", "-v", "-P", "afalg", "-z",

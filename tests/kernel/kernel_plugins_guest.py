@@ -11,7 +11,9 @@ cryptodev-linux module.  ``tests/kernel/test_vm_kernel_plugins.py`` starts it.
   then, on an AES-128-GCM context, the ``Unsupported`` text an empty encryption gets (by
   ``encrypt()`` and by a timed-loop runner) and the ioctls sent meanwhile (none may be: the
   real call oopses this module), and, to show the session works, a 16-byte encryption and an
-  empty decryption with its tag, compared with pyca/cryptography.
+  empty decryption with its tag, compared with pyca/cryptography; then the null request
+  (CRYPTO_NULL = 16): the ioctls of 3 requests, and a ``-v`` run of the plugin (``null_run``:
+  its command line, exit status and output) whose notes give the interface's own cost.
 """
 
 from __future__ import annotations
@@ -106,11 +108,31 @@ def devcrypto_report(ko: str) -> dict[str, Any]:
     sealed = ctx.encrypt(nonce, bytes(16))
     opened_empty = ctx.decrypt(nonce, box.encrypt(nonce, b"", None))
     ctx.close()
-    return {"version": version, "listed": listed, "opens": opens, "refused": refused,
+    null = plugin.null_request()
+    CountingDevice.sent.clear()
+    null.run(3)
+    null_sent = list(CountingDevice.sent)
+    null.close()
+    return {"null_what": null.what, "null_sent": null_sent,
+            "null_run": null_run(), "version": version, "listed": listed, "opens": opens, "refused": refused,
             "refused_aad": refused_aad, "refused_runner": refused_runner,
             "sent_for_empty": sent_for_empty,
             "encrypt_16_matches": sealed == box.encrypt(nonce, bytes(16), None),
             "decrypt_empty": opened_empty.hex()}
+
+
+#: A -v run of devcrypto (the notes: where the time goes, the interface's null request).
+NULL_RUN = [sys.executable, "-m", "pytest", "-p", "pytest_qcrypto.plugin", "-p",
+            "no:cacheprovider", "--qcrypto-cipher", "aes-128-cbc", "--qcrypto-digest", "sha256",
+            "--qcrypto-plugin", "devcrypto", "--qcrypto-size", "16,256,4096",
+            "--qcrypto-min-time", "0.01", "--qcrypto-rounds", "3", "-v"]
+
+
+def null_run() -> dict[str, Any]:
+    done = subprocess.run(NULL_RUN, capture_output=True, text=True, timeout=600,
+                          env=dict(os.environ, PYTEST_DISABLE_PLUGIN_AUTOLOAD="1"))
+    return {"argv": NULL_RUN, "returncode": done.returncode, "stdout": done.stdout,
+            "stderr": done.stderr}
 
 
 def main() -> int:

@@ -3,7 +3,8 @@
 One boot runs ``tests/kernel/in_guest.py``: the guest tests of
 ``afalg_guest.py`` (known answers, byte-for-byte agreement with ``openssl``,
 wrong tags, driver pinning, skip reasons) and the main command, whose table
-must have an ``afalg`` row of numbers and name the drivers.  Where the VM
+must have an ``afalg`` row of numbers and name the drivers, and an afalg run
+with ``-v`` whose notes give the interface's own cost (a null request).  Where the VM
 cannot run (no QEMU, no static busybox, no apt, the download fails) every test
 here skips, and the reason is printed at the end of the run.
 """
@@ -172,3 +173,29 @@ def test_cryptotest_on_afalg_prints_its_lines_and_names_the_kernel_driver(
     devices = {line.split("=", 1)[1].strip() for line in lines if line.startswith("device =")}
     assert "cbc(des-generic)" in devices and any(d.startswith("hmac(sha256") for d in devices), \
         show(run)
+
+
+#: ``-v``'s note of the interface's own cost: seconds per null request, its unit captured.
+INTERFACE_LINE = re.compile(r"  afalg interface: (\d+(?:\.\d+)?) (ns|us|ms) per call \(null "
+                            r"request: a 1-byte skcipher ecb\(cipher_null\) request "
+                            r"\(send \+ recv\)\)")
+
+
+def test_verbose_notes_give_the_interface_cost_beside_the_per_call_cost(
+        guest: dict[str, Any]) -> None:
+    """``-v`` on afalg: a real null request to ``ecb(cipher_null)`` was timed, its figure is
+    positive, and each fitted line says how much of its per-call cost the interface is."""
+    run = guest["model"]
+    assert run["returncode"] == 0, show(run)
+    lines = run["stdout"].splitlines()
+    found = [m for m in map(INTERFACE_LINE.fullmatch, lines) if m]
+    assert len(found) == 1, show(run)
+    assert float(found[0].group(1)) > 0, show(run)
+    figure = f"{found[0].group(1)} {found[0].group(2)}"
+    for alg in ("sha256", "aes-128-cbc"):
+        fitted = [x for x in lines if x.startswith(f"  afalg {alg}: ")]
+        assert len(fitted) == 1, show(run)
+        assert (f", of which the interface (null request) {figure}, + " in fitted[0]
+                or f" (the interface's null request alone: {figure}, more than that), + "
+                in fitted[0]), show(run)
+    print("\n".join(x for x in lines if x.startswith("  afalg ")))

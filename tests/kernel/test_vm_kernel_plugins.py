@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import sys
 from typing import Any
 
@@ -93,3 +94,28 @@ def test_devcrypto_refuses_an_empty_aead_encryption_before_any_ioctl(
     assert devcrypto["sent_for_empty"] == []
     assert devcrypto["encrypt_16_matches"] is True
     assert devcrypto["decrypt_empty"] == ""
+
+
+def test_devcrypto_times_the_null_cipher_and_says_it_beside_the_per_call_cost(
+        devcrypto: dict[str, Any]) -> None:
+    """CRYPTO_NULL (16 in cryptodev-linux's crypto/cryptodev.h, ecb(cipher_null) in its
+    ioctl.c): one CIOCCRYPT per null request on the real module, and a -v run's notes give
+    its positive figure beside each per-call cost."""
+    assert devcrypto["null_what"] == "a 1-byte CIOCCRYPT of the null cipher (id 16)"
+    assert devcrypto["null_sent"] == [0xC0306368] * 3  # CIOCCRYPT, kernel-abi.md 1.3
+    run = devcrypto["null_run"]
+    shown = f"{run['stdout'][-6000:]}\n{run['stderr'][-2000:]}"
+    assert run["returncode"] == 0, shown
+    lines = run["stdout"].splitlines()
+    found = [m for m in map(re.compile(
+        r"  devcrypto interface: (\d+(?:\.\d+)?) (ns|us|ms) per call \(null request: a 1-byte "
+        r"CIOCCRYPT of the null cipher \(id 16\)\)").fullmatch, lines) if m]
+    assert len(found) == 1 and float(found[0].group(1)) > 0, shown
+    figure = f"{found[0].group(1)} {found[0].group(2)}"
+    for alg in ("sha256", "aes-128-cbc"):
+        fitted = [x for x in lines if x.startswith(f"  devcrypto {alg}: ")]
+        assert len(fitted) == 1, shown
+        assert (f", of which the interface (null request) {figure}, + " in fitted[0]
+                or f" (the interface's null request alone: {figure}, more than that), + "
+                in fitted[0]), shown
+    print("\n".join(x for x in lines if x.startswith("  devcrypto ")))
