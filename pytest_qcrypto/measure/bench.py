@@ -64,8 +64,7 @@ class BenchContext:
 
     :meth:`check` runs the known-answer vectors once (on contexts of their own keys);
     :meth:`measure` calls it first, so nothing unchecked is ever timed.  Use as a context
-    manager, or call :meth:`close`.
-    """
+    manager, or call :meth:`close`."""
 
     def __init__(self, selection: Selection, alg: Algorithm, ctx: Context | None,
                  rng: Randomness, key: bytes | None = None,
@@ -173,8 +172,7 @@ class BenchContext:
         ``CallTimeout``.  ``isolate`` measures in a child process instead (see
         :mod:`pytest_qcrypto.measure.limits` for what each can stop); a context opened with
         ``isolate=True`` is opened, checked, measured and closed there, and a failure to open
-        raises :class:`OpenError`.
-        """
+        raises :class:`OpenError`."""
         from pytest_qcrypto.measure import counting, isolate as isolation, threads as threaded
         way = _Way(decrypt, roundtrip, check_roundtrip, count, operation or "", aad, misalign,
                    update_size, reference)

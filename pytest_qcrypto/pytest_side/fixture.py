@@ -224,8 +224,7 @@ class MeasuredContext:
 
         Fails the test with ``PLUGIN ALGORITHM: close() did not return within
         5 s; the context was abandoned`` past the limit; raises what the
-        plugin's ``close()`` raises.
-        """
+        plugin's ``close()`` raises."""
         try:
             self.bench.close()
         except limits.CallTimeout as exc:

@@ -130,8 +130,7 @@ def check_all(run: Run) -> None:
     ``--qcrypto-digest sha256``: the ciphers would silently be left out.  ``all``
     given to several options (``qcrypto speed`` without -C, -D or -M gives it to all
     three) asks for everything the plugins support, like ``openssl speed``: one
-    algorithm of any of their kinds will do.
-    """
+    algorithm of any of their kinds will do."""
     if not run.config.getoption("qcrypto_target"):  # a target checks its own memory
         copies = getattr(run, "jobs", 1) * getattr(run, "threads", 1)
         for alg in run.settings.algorithms:

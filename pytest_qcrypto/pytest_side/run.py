@@ -381,14 +381,10 @@ class QcryptoRun(RunSettings):
             self.session.exitstatus = pytest.ExitCode.TESTS_FAILED
         # where the time goes (--qcrypto-model or -v), noisy figures, the machine-state
         # warning, per-worker figures (verbose)
-        explicit = bool(self.config.getoption("qcrypto_model"))
-        if explicit or verbose:  # kernel plugins: their null request, timed here once
-            from pytest_qcrypto.measure.interface_cost import of_run
-            measured = self.ledger.measurements
-            notes = cost_model.summary_lines(measured, explicit, of_run(
-                self.registry.resolve, measured) if self.targets is None else None)
-        else:
-            notes = []
+        from pytest_qcrypto.measure.interface_cost import of_run  # kernel plugins' null request
+        explicit, measured = bool(self.config.getoption("qcrypto_model")), self.ledger.measurements
+        notes = cost_model.summary_lines(measured, explicit, None if self.targets else of_run(
+            self.registry.resolve, measured)) if explicit or verbose else []
         alone = self.jobs == self.threads == 1 and not self.time_limits[1] and not self.targets
         notes += machine.summary_lines(self.machine_state, self.ledger.measurements,
                                       self.jobs, verbose, self.threads, own_thread=alone)
