@@ -44,15 +44,21 @@ class _SkipNote:
         terminalreporter.write_line(f"kernel VM tests skipped: {self.reason}")
 
 
-@pytest.fixture(scope="module")
-def guest(request: pytest.FixtureRequest) -> dict[str, Any]:
-    """The JSON report of ``in_guest.py`` from one boot (skips when the VM cannot run)."""
+def prepared(request: pytest.FixtureRequest) -> Any:
+    """``vm.prepare()``, or skip the caller's tests when the VM cannot run (and say why once,
+    at the end of the run)."""
     try:
-        machine = vm.prepare()
+        return vm.prepare()
     except vm.VMUnavailable as exc:
         if not request.config.pluginmanager.has_plugin("qcrypto-kernel-vm-skip"):
             request.config.pluginmanager.register(_SkipNote(str(exc)), "qcrypto-kernel-vm-skip")
         pytest.skip(f"kernel VM unavailable: {exc}")
+
+
+@pytest.fixture(scope="module")
+def guest(request: pytest.FixtureRequest) -> dict[str, Any]:
+    """The JSON report of ``in_guest.py`` from one boot (skips when the VM cannot run)."""
+    machine = prepared(request)
     env = {k: v for k, v in os.environ.items()
            if not k.startswith(("PYTEST_", "COV_", "_PYTEST"))}
     result = machine.run([sys.executable, "tests/kernel/in_guest.py"], cwd=ROOT, env=env,

@@ -22,19 +22,14 @@ import pytest
 import cryptodev_module
 import vm
 from pytest_qcrypto.measure import limits
-from test_vm import ROOT, TIMEOUT, _SkipNote
+from test_vm import ROOT, TIMEOUT, prepared
 
 pytestmark = pytest.mark.kernel_vm
 
 @pytest.fixture(scope="module")
 def guest(request: pytest.FixtureRequest) -> dict[str, Any]:
     """The guest's JSON report; ``devcrypto_unavailable`` says why the module is not in it."""
-    try:
-        machine = vm.prepare()
-    except vm.VMUnavailable as exc:
-        if not request.config.pluginmanager.has_plugin("qcrypto-kernel-vm-skip"):
-            request.config.pluginmanager.register(_SkipNote(str(exc)), "qcrypto-kernel-vm-skip")
-        pytest.skip(f"kernel VM unavailable: {exc}")
+    machine = prepared(request)
     version = sorted(p.name for p in machine.module_dir.iterdir())[0]
     argv = [sys.executable, "tests/kernel/kernel_plugins_guest.py"]
     why = None
