@@ -213,3 +213,20 @@ def test_peers_are_compared_pass_by_pass_so_the_phases_cancel():
     short = [(phased(after[:-1], plugin="openssl"), peers[0][1]), peers[1]]
     v = judged(phased(after, 1 / 0.8), Result.from_measurement(phased(before)), short)
     assert v.status != gate.REGRESSION and "pass by pass" not in v.message
+
+
+def test_a_cells_peers_are_measured_next_to_it_in_each_pass():
+    from types import SimpleNamespace
+
+    from pytest_qcrypto.algorithms.cases import Case
+
+    items = [Case("sha256", "openssl", 16), Case("sha256", "openssl", 64),
+             Case("sha256", "hashlib", 16), Case("sha256", "hashlib", 64),
+             Case("aes-128-gcm", "openssl", 16), Case("aes-128-gcm", "openssl", 16, decrypt=True),
+             Case("SHA256", "slowed", 16), Case("sha256", "hashlib", 16),  # seen again: once
+             Case("ed25519", "openssl", 0, operation="sign")]  # no size: measured alone
+    cells = spread_side.SpreadCells(lambda: SimpleNamespace(items=items), lambda case: None,
+                                    None, None, case_of=lambda item: item)
+    assert [f"{c.algorithm} {c.id}{' decrypt' * c.decrypt}" for c in cells.cases()] == [
+        "sha256 openssl-16", "sha256 hashlib-16", "SHA256 slowed-16", "sha256 openssl-64",
+        "sha256 hashlib-64", "aes-128-gcm openssl-16", "aes-128-gcm openssl-16 decrypt"]
