@@ -32,11 +32,14 @@ a median (or a mean) moves with it; the slow phase does not.  The rule:
   SHA-NI or AES-NI, the same call pattern), measured in the same passes.  When a cell has
   such peers (:func:`peers_of`, spread on both sides), it is compared with them *pass by
   pass* (:func:`paired_change`): in each pass, the log of its rate less the median of its
-  peers' in that pass (taken within the same second, so the phase cancels), averaged over
+  peers' in that pass (measured next to it, within a few hundredths of a second, so the phase
+  cancels: :meth:`pytest_qcrypto.pytest_side.spread.SpreadCells.cases`), averaged over
   the passes, current less baseline, with a band from resampling each side's passes
   (measured with ``benchmarks/gate_drift.py``'s kept rounds, 2026-12-04: same-code failures
   0, 2 and 0 of 20 by neighbour, 20% slowdowns caught in 18 to 20 of 20 at 16 and 256 B,
-  against 16 and 15 of 20 quiet for the slow phases' ratio); when the passes do not line up
+  against 16 and 15 of 20 quiet for the slow phases' ratio; with the peers next to each
+  other, 09:24: 0 of 20 in each condition, caught in 18 to 20 of 20 at 16 B and 20 of 20 at
+  256 B); when the passes do not line up
   (a cell dropped), the slow phases' log ratio less the median of the peers', with a band
   resampled over every side.  Beyond the threshold that way is a regression; slower by its own figures, but not relative to its peers, is *cannot tell*
   (the machine moved, or something they share did: an A/B run or counted instructions can
