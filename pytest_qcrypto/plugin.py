@@ -46,7 +46,7 @@ def pytest_qcrypto_plugins() -> list[Any]:
 
 def pytest_cmdline_main(config: pytest.Config) -> int | None:
     if config.getoption("qcrypto_bare") or config.getoption("qcrypto_list"):
-        from pytest_qcrypto.pytest_side.run import cmdline_main
+        from pytest_qcrypto.pytest_side.cmdline import cmdline_main
 
         return cmdline_main(config)
     return None

@@ -109,6 +109,20 @@ def test_list(pytester):
     assert any(line.startswith("openssl") for line in r.outlines)
 
 
+def test_the_list_with_a_bad_option_is_a_usage_error_naming_the_choices(pytester):
+    # it printed the list and exited 0, the bad digest never said
+    r = pytester.runpytest_subprocess("--qcrypto-list", "--qcrypto-digest=zzz")
+    assert r.ret == pytest.ExitCode.USAGE_ERROR
+    assert r.errlines == [
+        "ERROR: --qcrypto-digest: unknown digest 'zzz'. Valid digests: md5, sha1, sha224, "
+        "sha256, sha384, sha512, sha512-224, sha512-256, sha3-224, sha3-256, sha3-384, "
+        "sha3-512, blake2b512, blake2s256, sm3, or all (see pytest --qcrypto-list or qcrypto "
+        "list)"]
+    assert r.outlines == []
+    ok = pytester.runpytest_subprocess("--qcrypto-list", "--qcrypto-digest=sha256")
+    assert ok.ret == 0 and ok.outlines[0] == "crypto plugins (first available is the default):"
+
+
 def test_a_failed_cell_is_exit_1_and_shows_in_the_table(pytester):
     pytester.makeconftest(TEST_PLUGINS)
     r = qcrypto(pytester, "speed", "-D", "sha256", "-P", "wrong", "-P", "hashlib",

@@ -12,7 +12,6 @@ compares, saves or has floors, the regression gate (:mod:`pytest_qcrypto.pytest_
 
 from __future__ import annotations
 
-import sys
 from collections.abc import Generator, Iterator
 from functools import cached_property
 from typing import Any
@@ -44,22 +43,6 @@ from pytest_qcrypto.measure import limits as qtimeout, threads
 
 BOOL_INI = options.BOOL_INI  # every true/false ini key of the option table
 MATRIX_NAME = "qcrypto-matrix"
-
-
-def cmdline_main(config: pytest.Config) -> int | None:
-    """``--qcrypto-bare`` and ``--qcrypto-list`` (from the entry point's pytest_cmdline_main)."""
-    if config.getoption("qcrypto_bare"):  # before configure: moves pytest's output to stderr
-        config.pluginmanager.register(progress.StderrTerminal(), "qcrypto-stderr-terminal")
-    if config.getoption("qcrypto_list"):
-        run = QcryptoRun(config)
-        try:
-            lines = list_plugins(run.registry)
-        except RegistryError as exc:
-            sys.stderr.write(f"ERROR: {exc}\n")
-            return int(pytest.ExitCode.USAGE_ERROR)
-        sys.stdout.write("\n".join(lines) + "\n")
-        return 0
-    return None
 
 
 def configure(config: pytest.Config) -> QcryptoRun:
