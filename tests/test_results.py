@@ -193,6 +193,23 @@ def test_schema_1_with_a_bad_entry_names_it(tmp_path):
      b' "count": 4, "rounds_s": [0.1], "bytes_per_second": 5, "jobs": 2, "workers": [{'
      b'"count": 2, "rounds_s": [0], "bytes_per_second": 5}, {}]}]}',
      "results[0].workers[0].rounds_s must be a list of positive seconds"),
+    # the run's settings and date: read by report (cycle rate), history and the gate's notes
+    (b'{"schema_version": 2, "complete": true, "machine": {}, "plugins": {}, "results": [],'
+     b' "settings": null}', "settings must be an object, not null"),
+    (b'{"schema_version": 2, "complete": true, "machine": {}, "plugins": {}, "results": [],'
+     b' "settings": {"rounds": -1}}', "settings.rounds must be a whole number from 1 to 1000, "
+     "not -1"),
+    (b'{"schema_version": 2, "complete": true, "machine": {}, "plugins": {}, "results": [],'
+     b' "settings": {"min_time_s": 0}}', "settings.min_time_s must be a number of seconds "
+     "above 0, at most 3600, not 0"),
+    (b'{"schema_version": 2, "complete": true, "machine": {}, "plugins": {}, "results": [],'
+     b' "settings": {"count": 0}}', "settings.count must be a whole number from 1 to"),
+    (b'{"schema_version": 2, "complete": true, "machine": {}, "plugins": {}, "results": [],'
+     b' "settings": {"cycle_rate": {"hz": -1}}}', "settings.cycle_rate.hz must be a number of "
+     "cycles a second above 0 and under 10^12, not -1"),
+    (b'{"schema_version": 2, "complete": true, "machine": {}, "plugins": {}, "results": [],'
+     b' "created": "yesterday"}', 'created must be a date and time in ISO 8601 '
+     '("2026-11-29T21:30:00Z"), not "yesterday"'),
 ])
 def test_bad_files_name_file_and_problem(tmp_path, content, problem):
     path = tmp_path / "base.json"

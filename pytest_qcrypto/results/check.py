@@ -5,6 +5,7 @@ imports pytest."""
 from __future__ import annotations
 
 import json
+from datetime import datetime
 import math
 from collections.abc import Callable, Mapping
 from pathlib import Path
@@ -70,3 +71,42 @@ class _Checker:
         if not test(value):
             raise self.fail(f"{where}{key} must be {kind}, not {_show(value)}")
         return value
+
+
+def settings_of(doc: Mapping[str, Any], checker: _Checker) -> dict[str, Any]:
+    """The file's ``settings`` (an object; absent: none), its run settings checked as the
+    options check them: ``min_time_s`` (seconds, more than 0, at most
+    :data:`~pytest_qcrypto.algorithms.settings.MAX_MIN_TIME`), ``rounds`` (1 to
+    :data:`~pytest_qcrypto.algorithms.settings.MAX_ROUNDS`), ``count`` (1 to
+    :data:`~pytest_qcrypto.algorithms.settings.MAX_COUNT`) and ``cycle_rate.hz`` (cycles a
+    second, more than 0 and under 10^12), when present.  Raises ``ResultsError``."""
+    got: dict[str, Any] = checker.get(doc, "settings", "", "an object",
+                                      lambda v: isinstance(v, dict), {})
+    checker.get(got, "min_time_s", "settings.", f"a number of seconds above 0, at most "
+                f"{settings.MAX_MIN_TIME:g}",
+                lambda v: _is_number(v) and 0 < v <= settings.MAX_MIN_TIME, None)
+    checker.get(got, "rounds", "settings.", f"a whole number from 1 to {settings.MAX_ROUNDS}",
+                _whole(1, settings.MAX_ROUNDS), None)
+    checker.get(got, "count", "settings.", f"a whole number from 1 to {settings.MAX_COUNT}",
+                _whole(1, settings.MAX_COUNT), None)
+    rate = checker.get(got, "cycle_rate", "settings.", "an object",
+                       lambda v: isinstance(v, dict), None)
+    if rate is not None:
+        checker.get(rate, "hz", "settings.cycle_rate.", "a number of cycles a second above "
+                    "0 and under 10^12", lambda v: _is_number(v) and 0 < v < 1e12)
+    return got
+
+
+def created_of(doc: Mapping[str, Any], checker: _Checker) -> str:
+    """The file's ``created``: a date and time in ISO 8601 (``2026-11-29T21:30:00Z``), or
+    empty when absent.  Raises ``ResultsError``."""
+    def iso(v: object) -> bool:
+        if not isinstance(v, str):
+            return False
+        try:
+            datetime.fromisoformat(v.replace("Z", "+00:00"))
+        except ValueError:
+            return v == ""
+        return True
+    return checker.get(doc, "created", "", 'a date and time in ISO 8601 '
+                       '("2026-11-29T21:30:00Z")', iso, "")

@@ -115,7 +115,7 @@ from pytest_qcrypto.results.files import (  # noqa: F401
 from pytest_qcrypto.measure.machine import fingerprint, machine_differences  # noqa: F401
 from pytest_qcrypto.results import counted
 from pytest_qcrypto.results.check import (  # noqa: F401 (the checks of a file's fields)
-    _Checker, _is_int, _is_number, _seconds, _show, _whole)
+    _Checker, _is_int, _is_number, _seconds, _show, _whole, created_of, settings_of)
 
 
 # -- writing -----------------------------------------------------------------------------------
@@ -342,8 +342,8 @@ def parse(doc: object, path: Path, canonical: Canonical | None = None) -> Result
                          "digits")
     return ResultsFile(
         results=entries, machine=machine, plugins=plugins, complete=complete,
-        created=str(doc.get("created", "")), schema_version=doc["schema_version"],
-        settings=doc.get("settings") if isinstance(doc.get("settings"), dict) else {},
+        created=created_of(doc, check), schema_version=doc["schema_version"],
+        settings=settings_of(doc, check),
         tool=doc.get("tool") if isinstance(doc.get("tool"), dict) else {},
         machine_state=g(doc, "machine_state", "", "an object or null",
                         lambda v: v is None or isinstance(v, dict), None),
