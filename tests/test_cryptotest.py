@@ -326,7 +326,8 @@ def test_one_pytest_command_line_per_group():
     assert group == Group((cryptotest_names.lookup("aes"),), (16384,),
                           ("skipping blocksize 8 'cuz not a multiple of aes blocksize 16",))
     assert cryptotest.pytest_args(plan, group) == [
-        "--qcrypto-bare", "-p", "no:cacheprovider", "--qcrypto-format=cryptotest",
+        "--qcrypto-bare", "--qcrypto-command=cryptotest", "-p", "no:cacheprovider",
+        "--qcrypto-format=cryptotest",
         "--qcrypto-count=1024", "--qcrypto-rounds=1", "--qcrypto-size=16384", "-qq",
         "--qcrypto-cipher=aes-128-cbc", "--qcrypto-roundtrip", "--qcrypto-check-roundtrip",
         "--qcrypto-jobs=2", "--qcrypto-plugin=afalg:soft", "--qcrypto-save=x.json"]
@@ -336,7 +337,8 @@ def test_macs_take_no_round_trip_and_verbose_is_pytests():
     plan = cryptotest.parse(["-v", "-c", "-a", "sha1", "-P", "openssl", "10"])
     (group,) = cryptotest.groups(plan)
     assert cryptotest.pytest_args(plan, group) == [
-        "--qcrypto-bare", "-p", "no:cacheprovider", "--qcrypto-format=cryptotest",
+        "--qcrypto-bare", "--qcrypto-command=cryptotest", "-p", "no:cacheprovider",
+        "--qcrypto-format=cryptotest",
         "--qcrypto-count=10", "--qcrypto-rounds=1", "--qcrypto-size=8", "-v", "--no-header",
         "--qcrypto-mac=hmac-sha1", "--qcrypto-plugin=openssl"]
 

@@ -133,7 +133,7 @@ def test_short_rounds_the_user_chose_are_one_note_line_and_every_one_with_v(
     assert len(notes) == 1, err
     assert re.fullmatch(r"noisy figures, short rounds: (\d+) of \1 cells, e\.g\. des-ede3-cbc "
                         r"openssl 8 bytes: a round of [\d.]+ ms is under the 1 ms the clock can "
-                        r"honestly time: raise --qcrypto-count; -v lists every one",
+                        r"honestly time: raise the count argument; -v lists every one",
                         notes[0]), notes[0]
     assert cryptotest.main(["-v", "-P", "openssl", "-a", "3des", "64", "8", "16"]) == 0
     err = capfd.readouterr().err.splitlines()

@@ -283,7 +283,8 @@ def groups(plan: Plan) -> list[Group]:
 def pytest_args(plan: Plan, group: Group) -> list[str]:
     """The pytest command line of one :class:`Group` (the engine's options, joined with
     ``=`` so that pytest never takes a value for a test path)."""
-    args = ["--qcrypto-bare", "-p", "no:cacheprovider", "--qcrypto-format=cryptotest",
+    args = ["--qcrypto-bare", "--qcrypto-command=cryptotest", "-p", "no:cacheprovider",
+            "--qcrypto-format=cryptotest",
             f"--qcrypto-count={plan.count}", "--qcrypto-rounds=1",
             f"--qcrypto-size={','.join(map(str, group.sizes))}"]
     args += ["-v", "--no-header"] if plan.verbose else ["-qq"]

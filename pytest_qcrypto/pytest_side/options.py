@@ -45,6 +45,11 @@ GROUP = ("qcrypto", "crypto speed benchmarks (pytest-qcrypto)")
 QCRYPTO_COMMAND = "qcrypto"
 #: The list hint of messages under the ``qcrypto`` command (see :data:`settings.LIST_HINT`).
 COMMAND_LIST_HINT = "(see qcrypto list)"
+#: What ``--qcrypto-command`` is set to by the ``cryptotest`` command, and the advice of notes
+#: that names an engine option it sets itself, in its own words (a count it refuses as an
+#: option is its positional ``count``).
+CRYPTOTEST_COMMAND = "cryptotest"
+CRYPTOTEST_WORDS = {"raise --qcrypto-count": "raise the count argument"}
 
 
 def _choices(names: list[str] | tuple[str, ...], last: str = "or") -> str:
@@ -323,7 +328,8 @@ OPTIONS: tuple[Option, ...] = (
                 "of the same cell, with the gate's thresholds, floors and retries, and fail "
                 "the cells that regressed (an A/B gate without a stored baseline)."),
     Option("--qcrypto-command", metavar="NAME", hidden=True,
-           help="the command that runs pytest, for messages (set by the qcrypto command)."),
+           help="the command that runs pytest, for messages (set by the qcrypto and "
+                "cryptotest commands)."),
     Option("--qcrypto-skip-unsuited-sizes", action="store_true", default=False, hidden=True,
            help="a size an algorithm cannot take is a skipped cell with the reason, not a usage "
                 "error (set by the cryptotest command, whose -z runs AES beside 8-byte DES)."),
@@ -394,8 +400,13 @@ def list_hint(config: pytest.Config) -> str:
 
 
 def for_command(config: pytest.Config, message: str) -> str:
-    """``message`` with :data:`settings.LIST_HINT` replaced by :func:`list_hint`."""
-    return message.replace(_settings().LIST_HINT, list_hint(config))
+    """``message`` with :data:`settings.LIST_HINT` replaced by :func:`list_hint`, and under
+    the ``cryptotest`` command, advice in its words (:data:`CRYPTOTEST_WORDS`)."""
+    message = message.replace(_settings().LIST_HINT, list_hint(config))
+    if config.getoption("qcrypto_command", None) == CRYPTOTEST_COMMAND:
+        for engine, own in CRYPTOTEST_WORDS.items():
+            message = message.replace(engine, own)
+    return message
 
 
 def check_ini_bools(config: pytest.Config) -> None:

@@ -372,7 +372,7 @@ class QcryptoRun(RunSettings):
         notes += machine.summary_lines(self.machine_state, self.ledger.measurements,
                                       self.jobs, verbose, self.threads, own_thread=alone)
         for line in ([""] if notes else []) + notes:
-            terminalreporter.write_line(line)
+            terminalreporter.write_line(options.for_command(self.config, line))
         for line in ([""] if self.ledger.cells and gate_lines else []) + gate_lines:
             terminalreporter.write_line(line)
 
