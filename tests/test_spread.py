@@ -60,6 +60,17 @@ def test_cells_take_turns_one_round_a_pass_after_their_calibration():
     assert c.slept == []
 
 
+def test_the_passes_take_the_cells_in_the_order_asked_after_calibrating_in_theirs():
+    c = Clock({"a": 1e-6, "b": 4e-6, "c": 2e-6})
+    spread.spread_rounds({"a": c.runner("a"), "b": c.runner("b"), "c": c.runner("c")},
+                         spread.Spread(rounds=3, round_s=0.01, span_s=0.0),
+                         clock=c.clock, cpu_clock=c.clock, monotonic=c.monotonic,
+                         sleep=c.sleep, order=("c", "a"))  # b, left out, follows
+    calibrated = [name for name, _ in c.log[:-6]]
+    assert calibrated == sorted(calibrated)  # a's runs, then b's, then c's
+    assert [name for name, _ in c.log[-6:]] == ["c", "a", "b"] * 2
+
+
 def test_passes_over_few_cells_are_paced_to_span_the_time_asked():
     c = Clock({"a": 1e-6})
     out = spread.spread_rounds({"a": c.runner("a")},

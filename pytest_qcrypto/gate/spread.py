@@ -33,7 +33,7 @@ a median (or a mean) moves with it; the slow phase does not.  The rule:
   such peers (:func:`peers_of`, spread on both sides), it is compared with them *pass by
   pass* (:func:`paired_change`): in each pass, the log of its rate less the median of its
   peers' in that pass (measured next to it, within a few hundredths of a second, so the phase
-  cancels: :meth:`pytest_qcrypto.pytest_side.spread.SpreadCells.cases`), averaged over
+  cancels: :func:`pytest_qcrypto.pytest_side.spread.pass_order`), averaged over
   the passes, current less baseline, with a band from resampling each side's passes
   (measured with ``benchmarks/gate_drift.py``'s kept rounds, 2026-12-04: same-code failures
   0, 2 and 0 of 20 by neighbour, 20% slowdowns caught in 18 to 20 of 20 at 16 and 256 B,

@@ -23,7 +23,7 @@ out; clocks and ``sleep`` are injectable for tests.  No pytest.
 from __future__ import annotations
 
 import time
-from collections.abc import Callable, Hashable, Mapping
+from collections.abc import Callable, Hashable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import TypeVar
 
@@ -75,12 +75,14 @@ def spread_rounds(cells: Mapping[Hashable, Callable[[], harness.Runner]],
                   between: Callable[[], float] | None = None,
                   guard: Callable[[Callable[[], T]], T] | None = None,
                   interrupted: Callable[[dict[Hashable, SpreadTiming]], None] | None = None,
+                  order: Sequence[Hashable] = (),
                   ) -> dict[Hashable, SpreadTiming]:
     """Each cell's rounds, taken in turn.  ``cells`` maps a key to a function that opens and
     checks the cell and returns its runner (``run(count)`` performs ``count`` operations).
     In the order of ``cells``, each is made and its count calibrated (the doubling loop of
     :func:`~pytest_qcrypto.measure.harness.time_runner` to ``spread.round_s`` seconds; that
-    round is its first); then ``spread.rounds - 1`` passes take one round of every cell.
+    round is its first); then ``spread.rounds - 1`` passes take one round of every cell, in
+    the order of ``order`` (keys of ``cells``; the cells it leaves out follow in their order).
     Pass ``p`` starts no earlier than ``p * span_s / (rounds - 1)`` seconds after the first
     pass (``sleep`` waits; default ``time.sleep``).  ``between()``, when given, runs after
     the calibrations and after each pass and returns seconds (the reference workload,
@@ -146,13 +148,16 @@ def spread_rounds(cells: Mapping[Hashable, Callable[[], harness.Runner]],
             walls[key], cpus[key] = [round(t.rounds_s[0] * 1e9)], [round(t.cpu_s[0] * 1e9)]
         if between is not None:
             refs.append(between())
+        named = set(order)
+        turns = [k for k in order if k in cells] + [k for k in cells if k not in named]
         passes = max(spread.rounds - 1, 0)
         began = monotonic()
         for p in range(1, passes + 1):
             due = began + (p - 1) * spread.span_s / max(passes, 1)
             if (wait := due - monotonic()) > 0:
                 sleep(wait)
-            for key, run in list(live.items()):
+            for key in [k for k in turns if k in live]:
+                run = live[key]
                 try:
                     t0, t1, cpu = run_guarded(
                         lambda: harness.timed(run, counts[key], clock, cpu_clock))

@@ -50,6 +50,26 @@ def key_of(case: Case) -> Key:
     return case.algorithm, case.plugin, case.size, case.decrypt, case.roundtrip
 
 
+def pass_order(cases: list[Case]) -> list[Key]:
+    """The order of the cells in each pass: a cell's peers next to it, grouped by algorithm,
+    direction and size, each group where the cases first name it, the plugins in the cases'
+    order within a group.  (Calibration keeps the cases' order, so that an interrupted run
+    has measured the cells the table shows first.)
+
+    Why: the gate compares a cell with its peers pass by pass
+    (:func:`pytest_qcrypto.gate.spread.paired_change`), and this machine's speed moves within a
+    tenth of a second too.  Measured on the project's development VM
+    (``benchmarks/gate_drift.py``'s kept rounds, 2026-12-04): pass by pass, the log ratio of
+    sha256 at 16 B in two plugins had a standard deviation of 0.20 to 0.22 with the peers
+    seven cells (about 0.1 s) apart, and of 0.10 to 0.11 for cells next to each other."""
+    first: dict[tuple[str, bool, bool, int], int] = {}
+    for case in cases:
+        first.setdefault((case.algorithm.lower(), case.decrypt, case.roundtrip, case.size),
+                         len(first))
+    return [key_of(c) for c in sorted(cases, key=lambda c: first[(
+        c.algorithm.lower(), c.decrypt, c.roundtrip, c.size)])]
+
+
 class SpreadCells:
     """The run's spread measurements, made when the first matrix cell asks (see module).
 
@@ -77,31 +97,16 @@ class SpreadCells:
         self.all: list[Measurement] = []  # every cell measured in turn, for the gate's peers
 
     def cases(self) -> list[Case]:
-        """The sized cells of the session's items (the matrix's, the marker's), once each
-        (``case_of``: :func:`pytest_qcrypto.pytest_side.matrix.case_of`, given by the run so
-        that it is the function of the module that made the items), a cell's peers next to
-        it: grouped by algorithm, direction and size, each in the order the items first
-        name it, the plugins in the items' order within a group.
-
-        Why: the gate compares a cell with its peers pass by pass
-        (:func:`pytest_qcrypto.gate.spread.paired_change`), and this machine's speed moves
-        within a tenth of a second too.  Measured on the project's development VM
-        (``benchmarks/gate_drift.py``'s kept rounds, 2026-12-04): pass by pass, the log ratio
-        of sha256 at 16 B in two plugins had a standard deviation of 0.20 to 0.22 with the
-        peers seven cells (about 0.1 s) apart, and of 0.10 to 0.11 for cells next to each
-        other."""
+        """The sized cells of the session's items (the matrix's, the marker's), once each, in
+    the items' order (``case_of``: :func:`pytest_qcrypto.pytest_side.matrix.case_of`, given
+    by the run so that it is the function of the module that made the items)."""
         session = self._session()
         seen: dict[Key, Case] = {}
         for item in (session.items if session is not None else []):
             case = self.case_of(item)
             if case is not None and not case.operation and case.size > 0:
                 seen.setdefault(key_of(case), case)
-        first: dict[tuple[str, bool, bool, int], int] = {}
-        for case in seen.values():
-            first.setdefault((case.algorithm.lower(), case.decrypt, case.roundtrip, case.size),
-                             len(first))
-        return sorted(seen.values(), key=lambda c: first[(c.algorithm.lower(), c.decrypt,
-                                                          c.roundtrip, c.size)])
+        return list(seen.values())
 
     def measurement(self, case: Case | None, size: int | None, way: dict[str, Any]
                     ) -> Measurement | BaseException | None:
@@ -166,7 +171,8 @@ class SpreadCells:
         try:
             keep(spreading.spread_rounds({key_of(c): maker(c) for c in cases}, sp,
                                          between=reference.reference_s, failed=failed,
-                                         guard=guard, interrupted=interrupted))
+                                         guard=guard, interrupted=interrupted,
+                                         order=pass_order(cases)))
         finally:
             for ctx in opened:
                 try:
