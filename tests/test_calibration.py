@@ -101,6 +101,25 @@ def test_later_sizes_start_from_the_count_earlier_sizes_predict(fake):
     assert sum(thrown_away.values()) == 15  # against 91 without a prediction
 
 
+@pytest.mark.parametrize("per_call_ns, per_byte_ns, min_time", [
+    (1_000, 0.5, 0.1), (250, 0.25, 0.1), (5_000, 2.0, 0.5)])
+def test_a_predicted_start_reaches_min_time_in_one_run(monkeypatch, per_call_ns, per_byte_ns,
+                                                        min_time):
+    clock = Clock(per_call_ns, per_byte_ns)
+    monkeypatch.setattr(time, "perf_counter_ns", clock.clock)
+    monkeypatch.setattr(time, "process_time_ns", clock.clock)
+    calibrations = Calibrations()
+    for size in DEFAULT_SIZES:
+        with bench.open_context(Selection("clocked", Clocked(clock)), "sha256",
+                                calibrations=calibrations) as ctx:
+            m = ctx.measure(size, min_time=min_time, rounds=3)
+        if size >= 256:  # two sizes measured before: the line through them is the cost
+            ns = per_call_ns + size * per_byte_ns
+            assert clock.counts(size) == [m.count] * 3  # the first run is the first round
+            assert m.count == predicted(ns, min_time)
+            assert min_time <= m.rounds_s[0] < min_time * counts.MARGIN + ns / 1e9
+
+
 def test_a_prediction_too_low_falls_back_to_doubling(fake):
     calibrations = Calibrations()
     opened = bench.open_context(Selection("clocked", Clocked(fake)), "sha256",

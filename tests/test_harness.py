@@ -168,6 +168,60 @@ class Speeding(FakeMachine):
         super().run(count)
 
 
+class Shifting(FakeMachine):
+    """A fake machine whose operations cost ``costs[k]`` ns from run ``k`` (0-based) on."""
+
+    def __init__(self, costs, **kwargs):
+        super().__init__(costs[0], **kwargs)
+        self.costs = costs
+
+    def run(self, count):
+        self.ns_per_op = self.costs.get(len(self.counts), self.ns_per_op)
+        super().run(count)
+
+
+@pytest.mark.parametrize("ns_after, runs", [
+    # 12% faster: the predicted run of 115000 takes 101.2 ms, still min-time (the margin)
+    (880, [115000] * 3),
+    # 20% faster: 92 ms, under min-time: predicted again from it (115000 x 0.115 s / 92 ms)
+    (800, [115000] + [143750] * 3),
+    # 10 times faster: 11.5 ms, over 1/16 of min-time: predicted again
+    (100, [115000] + [1150000] * 3),
+    # 100 times faster: 1.15 ms, under 1/16 of min-time: doubled to 9.2 ms, then predicted
+    (10, [115000, 230000, 460000, 920000] + [11500000] * 3),
+])
+def test_a_prediction_that_undershoots_calibrates_again(ns_after, runs):
+    # 1 us per operation until the skip ahead's run (run 14, of the 115000 operations that
+    # 8192 in 8.192 ms predict), ns_after from it on
+    fake = Shifting({0: 1_000, 14: ns_after})
+    timing = fake.time(min_time=0.1, rounds=3)
+    assert fake.counts == [2**k for k in range(14)] + runs
+    assert timing.count == runs[-1] and timing.calibration_runs == 14 + len(runs) - 3
+    assert min(timing.rounds_s) >= 0.1 and timing.recalibrations == 0 and timing.note == ""
+
+
+def test_a_slowed_skip_ahead_run_predicts_too_few_and_calibration_goes_on():
+    # a time slice of other work (4 ms) in the run of 8192 operations: 12.192 ms predict
+    # 77271 (8192 x 0.115 s / 12.192 ms), whose run of 77.3 ms is under min-time and is
+    # not a round: predicted again from it, 115000
+    fake = FakeMachine(1_000, extra_ns={13: 4_000_000})
+    timing = fake.time(min_time=0.1, rounds=3)
+    assert fake.counts == [2**k for k in range(14)] + [77271] + [115000] * 3
+    assert timing.calibration_runs == 15 and timing.rounds_s == (0.115,) * 3
+
+
+def test_a_machine_that_keeps_getting_faster_ends_calibration_without_a_round():
+    # from the skip ahead on, every run 1.25 times faster than the one before: each predicted
+    # run takes 0.115 s / 1.25 = 92 ms, under min-time, again and again; the count grows
+    # with every run and calibration stops at MAX_COUNT, never keeping a short round
+    fake = Speeding(1_000, at=set(range(14, 1000)), factor=1.25)
+    with pytest.raises(TimerError, match="operations still took under 0.1 s"):
+        fake.time(min_time=0.1, rounds=3)
+    grown = fake.counts[13:]
+    assert all(b > a for a, b in zip(grown, grown[1:])) and grown[-1] == harness.MAX_COUNT
+    assert len(fake.counts) < 100
+
+
 def test_rounds_still_short_after_two_recalibrations_are_kept_with_a_note():
     # as above, but the operations get 16 times faster from the second round at each count
     # (runs 11, 14 and 17): the run of each new count reaches min-time and is the first
