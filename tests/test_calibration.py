@@ -9,7 +9,7 @@ import pytest
 
 from pytest_qcrypto.algorithms.settings import DEFAULT_SIZES
 from pytest_qcrypto.backends.hashlib import HashlibPlugin
-from pytest_qcrypto.measure import bench, harness
+from pytest_qcrypto.measure import bench, counts
 from pytest_qcrypto.measure.calibration import Calibrations, key_of
 from pytest_qcrypto.measure.harness import Measurement, time_runner
 from pytest_qcrypto.measure.registry import Selection
@@ -58,11 +58,10 @@ def fake(monkeypatch):
     return clock
 
 
-def first_power_of_two(seconds, min_time):
-    count = 1
-    while count * seconds < min_time:
-        count *= 2
-    return count
+def predicted(ns_per_op, min_time=0.1):
+    """The count whose run takes min_time x 1.15 on a steady clock, rounded up to whole
+    operations (worked out apart from the harness, in whole nanoseconds)."""
+    return -(-round(min_time * 1e9 * 1.15) // ns_per_op)
 
 
 def measure_sizes(fake, shared):
@@ -73,9 +72,10 @@ def measure_sizes(fake, shared):
         with bench.open_context(Selection("clocked", Clocked(fake)), "sha256",
                                 calibrations=calibrations) as ctx:
             m = ctx.measure(size, min_time=0.1, rounds=3)
-        seconds = (fake.per_call_ns + size * fake.per_byte_ns) / 1e9
-        assert m.count == first_power_of_two(seconds, 0.1)  # what doubling from 1 finds
-        assert m.rounds_s == (m.count * seconds,) * 3
+        ns = fake.per_call_ns + size * fake.per_byte_ns  # whole nanoseconds at these sizes
+        assert m.count == predicted(ns)  # what doubling from 1, then the skip ahead, find
+        assert m.rounds_s == (m.count * ns / 1e9,) * 3
+        assert 0.1 <= m.rounds_s[0] < 0.1 * counts.MARGIN + ns / 1e9
     return {size: fake.counts(size) for size in DEFAULT_SIZES}
 
 
@@ -92,12 +92,32 @@ def test_later_sizes_start_from_the_count_earlier_sizes_predict(fake):
     runs = measure_sizes(fake, shared=True)
     thrown_away = {size: len(counts) - 3 for size, counts in runs.items()}
     # 16 B: nothing known.  64 B: one size known, the most its cost can be (a plain rate:
-    # 4 x 1.008 us) predicts 32768, 4 times too few: one run of 33 ms, then the skip ahead.
+    # 4 x 1.008 us) predicts 28522 (0.115 s / 4.032 us), 3.9 times too few: one run of
+    # 29 ms, then the skip ahead to 111435 (0.115 s / 1.032 us).
     # From 256 B: the line through two sizes is exact, and the first run is the first round.
     assert thrown_away == {16: 14, 64: 1, 256: 0, 1024: 0, 4096: 0, 8192: 0, 32768: 0}
-    assert runs[64] == [32768] + [131072] * 3
-    assert runs[32768] == [8192] * 3  # 17.4 us an operation: 8192 x 17.4 us = 0.143 s
+    assert runs[64] == [28522] + [111435] * 3
+    assert runs[32768] == [6616] * 3  # 17.384 us an operation: 6616 x 17.384 us = 0.11501 s
     assert sum(thrown_away.values()) == 15  # against 91 without a prediction
+
+
+@pytest.mark.parametrize("per_call_ns, per_byte_ns, min_time", [
+    (1_000, 0.5, 0.1), (250, 0.25, 0.1), (5_000, 2.0, 0.5)])
+def test_a_predicted_start_reaches_min_time_in_one_run(monkeypatch, per_call_ns, per_byte_ns,
+                                                        min_time):
+    clock = Clock(per_call_ns, per_byte_ns)
+    monkeypatch.setattr(time, "perf_counter_ns", clock.clock)
+    monkeypatch.setattr(time, "process_time_ns", clock.clock)
+    calibrations = Calibrations()
+    for size in DEFAULT_SIZES:
+        with bench.open_context(Selection("clocked", Clocked(clock)), "sha256",
+                                calibrations=calibrations) as ctx:
+            m = ctx.measure(size, min_time=min_time, rounds=3)
+        if size >= 256:  # two sizes measured before: the line through them is the cost
+            ns = per_call_ns + size * per_byte_ns
+            assert clock.counts(size) == [m.count] * 3  # the first run is the first round
+            assert m.count == predicted(ns, min_time)
+            assert min_time <= m.rounds_s[0] < min_time * counts.MARGIN + ns / 1e9
 
 
 def test_a_prediction_too_low_falls_back_to_doubling(fake):
@@ -105,12 +125,13 @@ def test_a_prediction_too_low_falls_back_to_doubling(fake):
     opened = bench.open_context(Selection("clocked", Clocked(fake)), "sha256",
                                 calibrations=calibrations)
     with opened as ctx:
-        assert ctx.measure(16, min_time=0.1, rounds=3).count == 131072
-        fake.speed = 64  # the plugin became 64 times faster: 131072 runs take 2 ms
+        assert ctx.measure(16, min_time=0.1, rounds=3).count == 114088
+        fake.speed = 64  # the plugin became 64 times faster: 114088 runs take 1.8 ms
         m = ctx.measure(16, min_time=0.1, rounds=3)
-    # 2 ms, 4 ms: doubled; 8 ms reach 1/16 of min-time: skip to the predicted power of two
-    assert fake.counts(16)[-6:] == [131072, 262144, 524288, 8388608, 8388608, 8388608]
-    assert m.count == first_power_of_two(1.008e-6 / 64, 0.1) == 8388608
+    # 1.8 ms, 3.6 ms: doubled; 7.2 ms reach 1/16 of min-time: skip to the count it predicts
+    # (456352 x 0.115 s / 7.187544 ms), whose run of 0.115 s is the first round
+    assert fake.counts(16)[-6:] == [114088, 228176, 456352, 7301588, 7301588, 7301588]
+    assert m.count == predicted(15.75) == 7301588  # 1008 ns / 64
 
 
 def test_a_prediction_far_too_high_is_not_a_round_and_is_chosen_again(fake):
@@ -118,29 +139,31 @@ def test_a_prediction_far_too_high_is_not_a_round_and_is_chosen_again(fake):
     with bench.open_context(Selection("clocked", Clocked(fake)), "sha256",
                             calibrations=calibrations) as ctx:
         ctx.measure(16, min_time=0.1, rounds=3)
-        fake.speed = 1 / 8  # 8 times slower: 131072 operations take 1.06 s, over 2 x 0.1 s
+        fake.speed = 1 / 8  # 8 times slower: 114088 operations take 0.92 s, over 2 x 0.1 s
         m = ctx.measure(16, min_time=0.1, rounds=3)
-    assert fake.counts(16)[-4:] == [131072, 16384, 16384, 16384]
-    assert m.count == 16384 and m.rounds_s == pytest.approx((16384 * 8.064e-6,) * 3)
+    assert fake.counts(16)[-4:] == [114088, 14261, 14261, 14261]  # 0.115 s / 8.064 us
+    assert m.count == 14261 and m.rounds_s == pytest.approx((14261 * 8.064e-6,) * 3)
 
 
-@pytest.mark.parametrize("start, counts, thrown", [
-    (131072, [131072] * 3, 0),  # right: 0.13 s, the first round
-    (262144, [262144] + [131072] * 3, 1),  # twice too high: 0.26 s, not a round
-    (65536, [65536] + [131072] * 3, 1),  # half: 66 ms, then the skip ahead
+@pytest.mark.parametrize("start, runs, count, thrown", [
+    (115000, [115000] * 3, 115000, 0),  # right: 0.115 s, the first round
+    (131072, [131072] * 3, 131072, 0),  # a little high: 0.131 s, kept (under twice)
+    (230000, [230000] + [115000] * 3, 115000, 1),  # twice too high: 0.23 s, not a round
+    (57500, [57500] + [115000] * 3, 115000, 1),  # half: 57.5 ms, then the skip ahead
 ])
-def test_a_first_run_under_twice_min_time_is_the_first_round(start, counts, thrown):
+def test_a_first_run_under_twice_min_time_is_the_first_round(start, runs, count, thrown):
     clock = Clock(per_call_ns=1_000, per_byte_ns=0)
     t = time_runner(clock.runner(16), min_time=0.1, rounds=3, clock=clock.clock,
                     cpu_clock=clock.clock, start=start)
-    assert clock.counts(16) == counts
-    assert (t.count, t.calibration_runs) == (131072, thrown)
+    assert clock.counts(16) == runs
+    assert (t.count, t.calibration_runs) == (count, thrown)
 
 
 def test_the_stall_guard_still_recalibrates_from_a_predicted_start():
-    # A prediction 16 times too low whose first run a stall of 95 ms held up to 103 ms:
+    # A prediction 14 times too low whose first run a stall of 95 ms held up to 103 ms:
     # it reached min-time, so it is the first round; the next two take 8 ms, under half of
-    # min-time, and the count is chosen again from them (the stall guard, as from count 1).
+    # min-time, and calibration starts again from the count they predict (the stall guard,
+    # as from count 1), whose run of 0.115 s is the first round.
     clock = Clock(per_call_ns=1_000, per_byte_ns=0)
     run = clock.runner(16)
 
@@ -150,8 +173,8 @@ def test_the_stall_guard_still_recalibrates_from_a_predicted_start():
         run(count)
     t = time_runner(stalled_first, min_time=0.1, rounds=3, clock=clock.clock,
                     cpu_clock=clock.clock, start=8192)
-    assert clock.counts(16) == [8192, 8192, 8192, 131072, 131072, 131072]
-    assert (t.count, t.recalibrations, t.calibration_runs) == (131072, 1, 0)
+    assert clock.counts(16) == [8192, 8192, 8192, 115000, 115000, 115000]
+    assert (t.count, t.recalibrations, t.calibration_runs) == (115000, 1, 0)
 
 
 def test_start_outside_the_counts_is_a_value_error():
@@ -171,11 +194,11 @@ def test_the_prediction_from_one_two_and_more_sizes():
     assert c.seconds(key, 1024) == pytest.approx(2.024e-6)
     assert c.seconds(key, 4096) == pytest.approx(4 * 2.024e-6)  # a plain rate above
     assert c.seconds(key, 16) == pytest.approx(2.024e-6)  # the same per-call cost below
-    assert c.start(key, 16, 0.1) == 65536  # 2**16 x 2.024 us = 0.133 s: half the real count
+    assert c.start(key, 16, 0.1) == 56819  # 56819 x 2.024 us = 0.115 s: half of 113189
     c.learn(m_at(16, 1.016e-6))
     assert c.seconds(key, 256) == pytest.approx(1.256e-6)  # between: the line
     assert c.seconds(key, 32768) == pytest.approx(33.768e-6)  # beyond: the line
-    assert c.start(key, 32768, 0.1) == 4096  # 4096 x 33.8 us = 0.138 s; 2048: 0.069 s
+    assert c.start(key, 32768, 0.1) == 3406  # 3406 x 33.768 us = 0.11501 s; 3405: 0.11498
     c.learn(m_at(64, 0.5e-6))  # faster than 16 B: the line through 16 and 64 falls...
     assert c.seconds(key, 32) == pytest.approx(2 * 1.016e-6)  # ...the bound from 16 B holds
 
@@ -191,11 +214,14 @@ def test_several_jobs_threads_and_counted_measurements_teach_nothing():
     assert c.seconds(key_of("openssl", "sha256", "digest", True), 16) == pytest.approx(1e-6)
 
 
-def test_first_power_of_two():
-    assert harness.first_power_of_two(1e-6, 0.1) == 131072
-    assert harness.first_power_of_two(0.2, 0.1) == 1
-    assert harness.first_power_of_two(0.0, 0.1) == 1
-    assert harness.first_power_of_two(1e-15, 3600.0) == harness.MAX_COUNT
+def test_the_count_for_a_cost_per_operation():
+    assert counts.MARGIN == 1.15  # the counts in these tests are worked out with it
+    assert counts.count_for(1e-6, 0.1) == 115000  # not 115001: float noise adds no operation
+    assert counts.count_for(1.008e-6, 0.1) == 114088  # 114087.3, rounded up
+    assert counts.count_for(0.2, 0.1) == 1
+    assert counts.count_for(0.0, 0.1) == counts.count_for(float("nan"), 0.1) == 1
+    assert counts.count_for(1e-15, 3600.0) == counts.MAX_COUNT
+    assert counts.count_for(5e-324, 0.1) == counts.MAX_COUNT  # a ratio past a float's range
 
 
 CLOCKED_CONFTEST = '''
@@ -245,6 +271,6 @@ def test_a_pytest_run_predicts_each_size_from_the_sizes_before_it(pytester):
     runs = json.loads((pytester.path / "runs.json").read_text())
     by_size = {s: [c for size, c in runs if size == s] for s in (16, 64, 256)}
     # each cell opens its own context; the run's Calibrations carries what 16 B showed
-    assert by_size[16] == [2**k for k in range(14)] + [131072] * 3
-    assert by_size[64] == [32768] + [131072] * 3
-    assert by_size[256] == [131072] * 3
+    assert by_size[16] == [2**k for k in range(14)] + [114088] * 3
+    assert by_size[64] == [28522] + [111435] * 3
+    assert by_size[256] == [101951] * 3

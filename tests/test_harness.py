@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 from conftest import FAST
-from pytest_qcrypto.measure import harness
+from pytest_qcrypto.measure import counts, harness
 from pytest_qcrypto.measure.harness import Measurement, TimerError, time_runner
 
 
@@ -45,30 +45,54 @@ class FakeMachine:
         return time_runner(self.run, clock=self.clock, cpu_clock=self.cpu_clock, **kwargs)
 
 
-def first_power_of_two(ns_per_op, min_time):
-    """What plain doubling finds: the smallest power of two whose run reaches min_time."""
-    count = 1
+def calibration(ns_per_op, min_time):
+    """The calibration runs on a steady clock, worked out apart from the harness: 1, 2, 4...
+    while a run is under 1/16 of min_time; then, unless that run reached min_time (one
+    operation that long), the count whose run takes min_time x MARGIN, rounded up to whole
+    operations.  The last is the first round."""
+    runs, min_ns = [1], min_time * 1e9
+    while runs[-1] * ns_per_op < min_ns / 16:
+        runs.append(runs[-1] * 2)
+    if runs[-1] * ns_per_op >= min_ns:
+        return runs
+    return runs + [-(-round(min_ns * counts.MARGIN) // ns_per_op)]
+
+
+def runs_before_with_powers_of_two(ns_per_op, min_time):
+    """The runs before the first round by the rule before this one (doubling, then the power
+    of two predicted to reach min_time): the same doubling, then that power of two."""
+    count, runs = 1, 0
     while count * ns_per_op < min_time * 1e9:
-        count *= 2
-    return count
+        if count * ns_per_op >= min_time * 1e9 / 16:
+            return runs + 1  # the skip ahead reaches min_time on a steady clock
+        count, runs = count * 2, runs + 1
+    return runs
 
 
 @pytest.mark.parametrize("ns_per_op", [1, 7, 200, 1_000, 16_280, 97_531, 3_000_000, 250_000_000])
 @pytest.mark.parametrize("min_time", [0.1, 0.5, 2.0])
-def test_count_is_the_first_power_of_two_that_reaches_min_time(ns_per_op, min_time):
+def test_count_is_the_one_predicted_to_take_min_time_times_the_margin(ns_per_op, min_time):
     fake = FakeMachine(ns_per_op)
     timing = fake.time(min_time=min_time, rounds=3)
-    assert timing.count == first_power_of_two(ns_per_op, min_time)
-    assert timing.count * ns_per_op >= min_time * 1e9
+    runs = calibration(ns_per_op, min_time)
+    assert fake.counts == runs + [runs[-1]] * 2 and timing.count == runs[-1]
+    assert timing.calibration_runs == len(runs) - 1 <= \
+        runs_before_with_powers_of_two(ns_per_op, min_time)
+    # every round lasts min_time to min_time x MARGIN, give or take the last operation
+    # (250 ms operations: 3 of them for min_time 0.5 s; 1 for 0.1 s, more than min_time)
+    op = ns_per_op / 1e9
+    for r in timing.rounds_s:
+        assert min_time <= r < max(min_time * counts.MARGIN, op) + op
 
 
 def test_calibration_doubles_then_skips_ahead_and_the_last_run_is_the_first_round():
-    fake = FakeMachine(1_000)  # 1 us per operation: 131072 operations reach 0.1 s
+    fake = FakeMachine(1_000)  # 1 us per operation: 115000 operations take 0.1 s x 1.15
     timing = fake.time(min_time=0.1, rounds=3)
     # doubling up to the first run of at least 1/16 of min_time (8192 ops = 8.2 ms),
-    # then straight to the predicted power of two; two more rounds at that count
-    assert fake.counts == [2**k for k in range(14)] + [131072, 131072, 131072]
-    assert timing.rounds_s == (0.131072, 0.131072, 0.131072)
+    # then straight to the count it predicts (8192 x 0.115 s / 8.192 ms), not to the next
+    # power of two (131072: 0.131 s); two more rounds at that count
+    assert fake.counts == [2**k for k in range(14)] + [115000, 115000, 115000]
+    assert timing.rounds_s == (0.115, 0.115, 0.115) and timing.calibration_runs == 14
 
 
 def test_kib_per_s_is_exact_for_known_inputs():
@@ -84,12 +108,12 @@ def test_the_median_round_is_reported_and_every_round_is_kept():
     # runs 0..13 calibrate (last one is run 14 = round 1); delay rounds 2 and 4
     fake = FakeMachine(1_000, extra_ns={15: 50_000_000, 17: 20_000_000})
     timing = fake.time(min_time=0.1, rounds=5)
-    assert timing.rounds_s == pytest.approx((0.131072, 0.181072, 0.131072, 0.151072, 0.131072))
+    assert timing.rounds_s == pytest.approx((0.115, 0.165, 0.115, 0.135, 0.115))
     m = Measurement("sha256", "fake", 1024, "digest", timing.count, timing.rounds_s,
                     timing.cpu_s)
-    assert m.median_s == pytest.approx(0.131072)
-    assert m.kib_per_s == pytest.approx(131072 * 1024 / 0.131072 / 1024)
-    assert m.spread == pytest.approx(0.181072 / 0.131072)
+    assert m.median_s == pytest.approx(0.115)
+    assert m.kib_per_s == pytest.approx(115000 * 1024 / 0.115 / 1024)
+    assert m.spread == pytest.approx(0.165 / 0.115)
 
 
 def test_median_cpu_is_that_of_the_median_round_by_wall_time():
@@ -121,13 +145,14 @@ def test_gc_is_off_in_every_timed_run_and_restored_after(was_on):
 
 def test_a_stall_in_the_last_calibration_run_is_recalibrated_from_a_short_round():
     # 1 us per operation; the run of 1024 operations stalls for 0.35 s and ends calibration,
-    # so the two rounds after it take 1.024 ms, under half of min-time: the count is chosen
-    # again from that rate (2**7 times more) and all three rounds are timed again
+    # so the two rounds after it take 1.024 ms, under half of min-time: calibration starts
+    # again from the count that rate predicts (1024 x 0.115 s / 1.024 ms = 115000), whose
+    # run reaches min-time and is the first round again; all three rounds are timed again
     fake = FakeMachine(1_000, extra_ns={10: 350_000_000})
     timing = fake.time(min_time=0.1, rounds=3)
-    assert fake.counts == [2**k for k in range(11)] + [1024, 1024] + [131072] * 3
-    assert timing.count == 131072 and timing.recalibrations == 1 and timing.note == ""
-    assert timing.rounds_s == (0.131072, 0.131072, 0.131072)
+    assert fake.counts == [2**k for k in range(11)] + [1024, 1024] + [115000] * 3
+    assert timing.count == 115000 and timing.recalibrations == 1 and timing.note == ""
+    assert timing.rounds_s == (0.115, 0.115, 0.115) and timing.calibration_runs == 10
 
 
 class Speeding(FakeMachine):
@@ -143,22 +168,80 @@ class Speeding(FakeMachine):
         super().run(count)
 
 
-def test_rounds_still_short_after_two_recalibrations_are_kept_with_a_note():
-    # as above, but the operations get 16 times faster with each new count: every set of
-    # rounds is short, and after two recalibrations the rounds are kept, with the reason
-    fake = Speeding(1_000, extra_ns={10: 350_000_000}, at={13, 16}, factor=16)
+class Shifting(FakeMachine):
+    """A fake machine whose operations cost ``costs[k]`` ns from run ``k`` (0-based) on."""
+
+    def __init__(self, costs, **kwargs):
+        super().__init__(costs[0], **kwargs)
+        self.costs = costs
+
+    def run(self, count):
+        self.ns_per_op = self.costs.get(len(self.counts), self.ns_per_op)
+        super().run(count)
+
+
+@pytest.mark.parametrize("ns_after, runs", [
+    # 12% faster: the predicted run of 115000 takes 101.2 ms, still min-time (the margin)
+    (880, [115000] * 3),
+    # 20% faster: 92 ms, under min-time: predicted again from it (115000 x 0.115 s / 92 ms)
+    (800, [115000] + [143750] * 3),
+    # 10 times faster: 11.5 ms, over 1/16 of min-time: predicted again
+    (100, [115000] + [1150000] * 3),
+    # 100 times faster: 1.15 ms, under 1/16 of min-time: doubled to 9.2 ms, then predicted
+    (10, [115000, 230000, 460000, 920000] + [11500000] * 3),
+])
+def test_a_prediction_that_undershoots_calibrates_again(ns_after, runs):
+    # 1 us per operation until the skip ahead's run (run 14, of the 115000 operations that
+    # 8192 in 8.192 ms predict), ns_after from it on
+    fake = Shifting({0: 1_000, 14: ns_after})
     timing = fake.time(min_time=0.1, rounds=3)
-    assert fake.counts == [2**k for k in range(11)] + [1024, 1024] + [131072] * 3 + \
-        [2097152] * 3
-    assert timing.count == 2097152 and timing.recalibrations == 2
-    assert timing.rounds_s == pytest.approx((0.008192,) * 3)
-    assert timing.note == ("rounds of 8.19 ms, under half of min-time 0.1 s, after 2 "
+    assert fake.counts == [2**k for k in range(14)] + runs
+    assert timing.count == runs[-1] and timing.calibration_runs == 14 + len(runs) - 3
+    assert min(timing.rounds_s) >= 0.1 and timing.recalibrations == 0 and timing.note == ""
+
+
+def test_a_slowed_skip_ahead_run_predicts_too_few_and_calibration_goes_on():
+    # a time slice of other work (4 ms) in the run of 8192 operations: 12.192 ms predict
+    # 77271 (8192 x 0.115 s / 12.192 ms), whose run of 77.3 ms is under min-time and is
+    # not a round: predicted again from it, 115000
+    fake = FakeMachine(1_000, extra_ns={13: 4_000_000})
+    timing = fake.time(min_time=0.1, rounds=3)
+    assert fake.counts == [2**k for k in range(14)] + [77271] + [115000] * 3
+    assert timing.calibration_runs == 15 and timing.rounds_s == (0.115,) * 3
+
+
+def test_a_machine_that_keeps_getting_faster_ends_calibration_without_a_round():
+    # from the skip ahead on, every run 1.25 times faster than the one before: each predicted
+    # run takes 0.115 s / 1.25 = 92 ms, under min-time, again and again; the count grows
+    # with every run and calibration stops at MAX_COUNT, never keeping a short round
+    fake = Speeding(1_000, at=set(range(14, 1000)), factor=1.25)
+    with pytest.raises(TimerError, match="operations still took under 0.1 s"):
+        fake.time(min_time=0.1, rounds=3)
+    grown = fake.counts[13:]
+    assert all(b > a for a, b in zip(grown, grown[1:])) and grown[-1] == harness.MAX_COUNT
+    assert len(fake.counts) < 100
+
+
+def test_rounds_still_short_after_two_recalibrations_are_kept_with_a_note():
+    # as above, but the operations get 16 times faster from the second round at each count
+    # (runs 11, 14 and 17): the run of each new count reaches min-time and is the first
+    # round, the two after it are short (1840000 x 62.5 ns = 0.115 s, then x 3.90625 ns =
+    # 7.19 ms; 29440000 x 3.90625 ns = 0.115 s, then x 0.244 ns = 7.19 ms), and after two
+    # recalibrations the rounds are kept, with the reason
+    fake = Speeding(1_000, extra_ns={10: 350_000_000}, at={11, 14, 17}, factor=16)
+    timing = fake.time(min_time=0.1, rounds=3)
+    assert fake.counts == [2**k for k in range(11)] + [1024, 1024] + [1840000] * 3 + \
+        [29440000] * 3
+    assert timing.count == 29440000 and timing.recalibrations == 2
+    assert timing.rounds_s == pytest.approx((0.115, 0.0071875, 0.0071875))
+    assert timing.note == ("rounds of 7.19 ms, under half of min-time 0.1 s, after 2 "
                            "recalibrations (a stall during calibration)")
     m = Measurement("sha256", "fake", 16, "digest", timing.count, timing.rounds_s,
                     timing.cpu_s, calibration_note=timing.note)
     from pytest_qcrypto.measure import machine
 
-    assert machine.noise(m) == [timing.note]
+    # the first round at each count reached min-time: kept short rounds spread too
+    assert machine.noise(m) == [timing.note, "rounds spread 1500% (0.00719 to 0.115 s)"]
 
 
 def test_one_short_round_is_named_as_one():
@@ -187,7 +270,7 @@ real = harness.time_runner
 @pytest.fixture(autouse=True)
 def stalled(monkeypatch):
     def on_the_fake(run, *, min_time, rounds, **kw):
-        fake = Speeding(1_000, extra_ns={10: 350_000_000}, at={13, 16}, factor=16)
+        fake = Speeding(1_000, extra_ns={10: 350_000_000}, at={11, 14, 17}, factor=16)
         return real(fake.run, min_time=min_time, rounds=rounds, clock=fake.clock,
                     cpu_clock=fake.clock)
     monkeypatch.setattr(harness, "time_runner", on_the_fake)
@@ -198,7 +281,7 @@ def stalled(monkeypatch):
                            "--qcrypto-rounds", "3", "-p", "no:cacheprovider")
     r.assert_outcomes(passed=1)
     r.stdout.fnmatch_lines([
-        "noisy figure, short rounds: sha256 hashlib 16 bytes: rounds of 8.19 ms, under half of "
+        "noisy figure, short rounds: sha256 hashlib 16 bytes: rounds of 7.19 ms, under half of "
         "min-time 0.1 s, after 2 recalibrations (a stall during calibration)"])
 
 

@@ -86,7 +86,7 @@ class FakeClock:
 
 
 def test_time_jobs_with_fake_workers():
-    fake = FakeClock(1_000)  # calibrates to 131072 operations per round
+    fake = FakeClock(1_000)  # calibrates to 115000 operations per round (0.1 s x 1.15)
     calls = []
 
     def start(run, n, count, rounds, timeout_s, clocks):
@@ -97,13 +97,13 @@ def test_time_jobs_with_fake_workers():
 
     timing = time_jobs(fake.run, 3, min_time=0.1, rounds=2, start=start, clock=fake.clock,
                        cpu_clock=fake.clock)
-    assert calls == [(3, 131072, 2)]
-    assert timing.count == 3 * 131072
-    assert timing.rounds_s == (131072 * 1200e-9, 131072 * 1200e-9)  # the slowest worker ends last
+    assert calls == [(3, 115000, 2)]
+    assert timing.count == 3 * 115000
+    assert timing.rounds_s == (0.138, 0.138)  # the slowest worker ends last: 115000 x 1.2 us
     assert len(timing.workers) == 3 and all(len(w) == 2 for w in timing.workers)
     record = jobs.worker_record(timing.workers, 64)
-    assert record[0].kib_per_s == (131072 * 64 / (131072 * 1e-6) / KIB,) * 2
-    assert record[2].rounds_s == (131072 * 1.2e-6,) * 2
+    assert record[0].kib_per_s == pytest.approx((64 / 1e-6 / KIB,) * 2, rel=1e-12)
+    assert record[2].rounds_s == (0.138,) * 2
     json.dumps([results.WorkerResult.from_record(w, 64).to_json() for w in record])  # saved
 
 
@@ -122,11 +122,12 @@ class StalledClock(FakeClock):
 
 @pytest.mark.parametrize("speedup, calls, note", [
     # a stall of 0.35 s ends calibration at 1024 operations: the workers' rounds take
-    # 1.024 ms, so the count is chosen again from that rate (2**7 times more)
-    (1, [(3, 1024, 2), (3, 131072, 2)], ""),
+    # 1.024 ms, so the count is predicted again from that rate (1024 x 0.115 s / 1.024 ms)
+    (1, [(3, 1024, 2), (3, 115000, 2)], ""),
     # the workers get 16 times faster with each count: still short after two recalibrations
-    (16, [(3, 1024, 2), (3, 131072, 2), (3, 2097152, 2)],
-     "rounds of 8.19 ms, under half of min-time 0.1 s, after 2 recalibrations (a stall during "
+    # (115000 x 62.5 ns = 7.19 ms: 1840000; x 3.90625 ns = 7.19 ms again)
+    (16, [(3, 1024, 2), (3, 115000, 2), (3, 1840000, 2)],
+     "rounds of 7.19 ms, under half of min-time 0.1 s, after 2 recalibrations (a stall during "
      "calibration)"),
 ])
 def test_a_stalled_calibration_is_chosen_again_from_the_workers_rounds(speedup, calls, note):

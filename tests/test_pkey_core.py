@@ -101,8 +101,10 @@ def test_qcrypto_tables_in_ops_per_second_with_verbose_lines(clock):
                  9) == [
         "Benchmarking 'ed25519' signature on the following plugin(s): clockplug",
         "plugin: clockplug",
-        "executed 2048 signs in 0.10 secs",
-        "executed 1024 verifies in 0.13 secs",
+        # 128 signs of 50 us (6.4 ms, over 1/16 of min-time) predict 2300 for 0.1 s x 1.15;
+        # 64 verifies of 125 us (8 ms), 920
+        "executed 2300 signs in 0.12 secs",
+        "executed 920 verifies in 0.12 secs",
         "",
         "Benchmark results for 'ed25519' signature (ops/s):",
         "plugin          sign    verify",
@@ -146,8 +148,8 @@ def test_openssl_layout_seconds_per_operation_then_operations_per_second(clock):
 def test_csv_and_markdown_say_ops_per_second(clock):
     r = clock.runpytest("--qcrypto-pkey", "ed25519", "--qcrypto-plugin", "clockplug",
                         "--qcrypto-format", "csv", "--qcrypto-unit", "MB/s")
-    assert "ed25519,sign,clockplug,0,ops/s,20000.00,2048,0.102400000,ok,,1" in r.stdout.lines
-    assert "ed25519,verify,clockplug,0,ops/s,8000.00,1024,0.128000000,ok,,1" in r.stdout.lines
+    assert "ed25519,sign,clockplug,0,ops/s,20000.00,2300,0.115000000,ok,,1" in r.stdout.lines
+    assert "ed25519,verify,clockplug,0,ops/s,8000.00,920,0.115000000,ok,,1" in r.stdout.lines
     r = clock.runpytest("--qcrypto-kdf", "scrypt", "--qcrypto-plugin", "clockplug",
                         "--qcrypto-format", "markdown")
     assert block(r.stdout.lines, "### Benchmark results for 'scrypt-n16384-r8-p1' KDF (ops/s)",
@@ -256,7 +258,7 @@ def test_saved_compared_and_a_slowed_signature_fails_the_gate(clock, monkeypatch
     doc = json.loads((clock.path / "base.json").read_text())
     sign = next(r for r in doc["results"] if r["direction"] == "sign")
     assert (sign["size"], sign["unit"], sign["ops_per_s"], sign["count"]) == \
-        (0, "ops/s", 20000.0, 2048)
+        (0, "ops/s", 20000.0, 2300)  # 2300 signs of 50 us: 0.1 s x 1.15
     assert "bytes_per_second" not in sign
     kdf = next(r for r in doc["results"] if r["algorithm"] == "scrypt-n16384-r8-p1")
     assert kdf["params"] == {"n": 16384, "r": 8, "p": 1}

@@ -39,10 +39,10 @@ def test_a_quick_round_is_the_calibration_run_that_reaches_1_ms():
     fake = FakeClock()
     timing = harness.time_runner(fake.run, min_time=quoting.QUICK_MIN_TIME, rounds=1,
                                  clock=lambda: fake.ns, cpu_clock=lambda: 0, guard=lambda: 0.0)
-    # doubling 1, 2, ... 64 operations (64 us: 1/16 of 1 ms), then the skip to 1024, the first
-    # power of two of 1 ms or more, whose run is the one timed round
-    assert fake.runs == [1, 2, 4, 8, 16, 32, 64, 1024]
-    assert (timing.count, timing.rounds_s) == (1024, (0.001024,))
+    # doubling 1, 2, ... 64 operations (64 us: 1/16 of 1 ms), then the skip to the 1150 they
+    # predict take 1 ms x 1.15, whose run is the one timed round
+    assert fake.runs == [1, 2, 4, 8, 16, 32, 64, 1150]
+    assert (timing.count, timing.rounds_s) == (1150, (0.00115,))
 
 
 def test_a_quick_run_times_one_round_a_cell_and_marks_its_figures(pytester):
@@ -148,10 +148,10 @@ def test_a_quick_run_lends_key_pairs_and_times_one_round_without_the_reference(p
     # vectors' own contexts in each cell's known answers (every check still runs): 1 + 2 x 3
     # opened, all closed (the lent one at the end of the run)
     assert (got["opened"], got["closed"]) == (7, 7)
-    # each cell: 1 and 2 operations (50 us each), then the 32 predicted to take 1 ms, whose
-    # run is its one timed round
-    assert got["runs"] == [["sign", 1], ["sign", 2], ["sign", 32],
-                           ["verify", 1], ["verify", 2], ["verify", 32]]
+    # each cell: 1 and 2 operations (50 us each), then the 23 that 2 in 100 us predict take
+    # 1 ms x 1.15, whose run is its one timed round
+    assert got["runs"] == [["sign", 1], ["sign", 2], ["sign", 23],
+                           ["verify", 1], ["verify", 2], ["verify", 23]]
     assert got["references"] == [0, 0]
 
 
@@ -159,8 +159,8 @@ def test_a_normal_run_opens_its_own_key_pairs_and_times_the_reference(pytester):
     got = counted_run(pytester, "--qcrypto-min-time=0.001", "--qcrypto-rounds=2")
     # each cell: its own context, the three vectors' and one for the self check: 2 x 5
     assert (got["opened"], got["closed"]) == (10, 10)
-    assert got["runs"] == [["sign", 1], ["sign", 2], ["sign", 32], ["sign", 32],
-                           ["verify", 1], ["verify", 2], ["verify", 32], ["verify", 32]]
+    assert got["runs"] == [["sign", 1], ["sign", 2], ["sign", 23], ["sign", 23],
+                           ["verify", 1], ["verify", 2], ["verify", 23], ["verify", 23]]
     assert got["references"] == [2, 2]
 
 

@@ -51,12 +51,13 @@ def test_cells_take_turns_one_round_a_pass_after_their_calibration():
                                spread.Spread(rounds=4, round_s=0.01, span_s=0.0),
                                clock=c.clock, cpu_clock=c.clock, monotonic=c.monotonic,
                                sleep=c.sleep)
-    # calibration doubles to 0.01 s: a at 16384 operations (16.4 ms), b at 4096 (16.4 ms)
+    # calibration doubles to 1/16 of 0.01 s (a: 1024 operations, b: 256, 1.024 ms each),
+    # then skips ahead to 0.01 s x 1.15: a at 11500 operations, b at 2875 (11.5 ms each)
     calibration = [x for x in c.log[:-6]]
-    assert calibration[-1] == ("b", 4096) and ("a", 16384) in calibration
-    assert c.log[-6:] == [("a", 16384), ("b", 4096)] * 3  # three passes, in turn
-    assert out["a"].timing.count == 16384 and len(out["a"].timing.rounds_s) == 4
-    assert out["b"].timing.rounds_s == pytest.approx((0.016384,) * 4)
+    assert calibration[-1] == ("b", 2875) and ("a", 11500) in calibration
+    assert c.log[-6:] == [("a", 11500), ("b", 2875)] * 3  # three passes, in turn
+    assert out["a"].timing.count == 11500 and len(out["a"].timing.rounds_s) == 4
+    assert out["b"].timing.rounds_s == pytest.approx((0.0115,) * 4)
     assert c.slept == []
 
 
@@ -77,9 +78,9 @@ def test_passes_over_few_cells_are_paced_to_span_the_time_asked():
                                spread.Spread(rounds=5, round_s=0.01, span_s=2.0),
                                clock=c.clock, cpu_clock=c.clock, monotonic=c.monotonic,
                                sleep=c.sleep)
-    # 4 passes due 0, 0.5, 1.0, 1.5 s after the first; each round takes 16.384 ms
-    assert c.slept == [pytest.approx(0.5 - 0.016384), pytest.approx(0.5 - 0.016384),
-                       pytest.approx(0.5 - 0.016384)]
+    # 4 passes due 0, 0.5, 1.0, 1.5 s after the first; each round takes 11.5 ms
+    assert c.slept == [pytest.approx(0.5 - 0.0115), pytest.approx(0.5 - 0.0115),
+                       pytest.approx(0.5 - 0.0115)]
     assert out["a"].span_s >= 1.5
 
 

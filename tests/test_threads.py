@@ -58,21 +58,21 @@ def fake_start(ns_per_op):
 
 
 def test_one_thread_then_n_threads_on_the_common_window_exactly():
-    fake = FakeClock(1_000)  # calibrates to 131072 operations per round at min-time 0.1 s
+    fake = FakeClock(1_000)  # calibrates to 115000 operations per round at min-time 0.1 s
     start, calls = fake_start(1_000)
     opened = Opened()
     timing = time_threads(fake.run, opened, 3, min_time=0.1, rounds=2, start=start,
                           clock=fake.clock, cpu_clock=fake.clock)
     # the one-thread measurement: its count is what each thread runs
-    assert timing.one_thread.count == 131072
-    assert timing.one_thread.rounds_s == (131072e-6, 131072e-6)
-    assert calls == [(3, 131072, 2)]
-    assert timing.count == 3 * 131072
-    assert timing.rounds_s == (131072 * 1.2e-6,) * 2  # the slowest thread ends last
-    assert timing.cpu_s == (3 * 131072 * 500e-9,) * 2
+    assert timing.one_thread.count == 115000
+    assert timing.one_thread.rounds_s == (0.115, 0.115)
+    assert calls == [(3, 115000, 2)]
+    assert timing.count == 3 * 115000
+    assert timing.rounds_s == (0.138,) * 2  # the slowest thread ends last: 115000 x 1.2 us
+    assert timing.cpu_s == (0.1725,) * 2  # 3 x 115000 x 500 ns
     assert opened.opened == 3 and opened.closed == [False]  # closed, errors raised
     per_thread = jobs.worker_record(timing.workers, 64)
-    assert per_thread[1].kib_per_s == (131072 * 64 / (131072 * 1.1e-6) / KIB,) * 2
+    assert per_thread[1].kib_per_s == pytest.approx((64 / 1.1e-6 / KIB,) * 2, rel=1e-12)
     assert threads.one_thread_bps(timing, 64) == 64 / 1e-6
     m = Measurement("sha256", "fake", 64, "digest", timing.count, timing.rounds_s, timing.cpu_s,
                     threads=3, workers=per_thread, one_thread_bps=64 / 1e-6)
@@ -102,7 +102,7 @@ def test_a_stalled_calibration_is_chosen_again_from_the_threads_rounds():
     start, calls = fake_start(1_000)
     timing = time_threads(stalling, Opened(), 2, min_time=0.1, rounds=1, start=start,
                           clock=fake.clock, cpu_clock=fake.clock)
-    assert calls == [(2, 1024, 1), (2, 131072, 1)] and timing.recalibrations == 1
+    assert calls == [(2, 1024, 1), (2, 115000, 1)] and timing.recalibrations == 1
 
 
 @pytest.mark.parametrize("raised, closed", [

@@ -5,12 +5,14 @@ Every size of a cell used to calibrate from ``count = 1``.  A run measures the s
 close to a per-call cost plus a per-byte cost (:mod:`pytest_qcrypto.measure.cost_model`),
 so the sizes measured first predict the others.  :class:`Calibrations` keeps the seconds
 per iteration of every measurement it is told of (:meth:`Calibrations.learn`) and gives
-the count a new size starts calibrating from (:meth:`Calibrations.start`): the power of two
-predicted to reach ``min_time``, which the harness
+the count a new size starts calibrating from (:meth:`Calibrations.start`): the count
+predicted to take ``min_time`` x :data:`~pytest_qcrypto.measure.counts.MARGIN` (the rule of
+:func:`pytest_qcrypto.measure.counts.count_for`, not a power of two), which the harness
 (:func:`pytest_qcrypto.measure.harness.time_runner`, ``start``) times as its first run and
 keeps as the first round when it reached ``min_time``.  A wrong prediction costs one run:
-under ``min_time``, the harness goes on doubling from it; twice it or more, it chooses the count
-again from that run's rate.
+under ``min_time``, the harness predicts again from that run (or doubles on from it, when it
+took under 1/16 of ``min_time``); twice ``min_time`` or more, it predicts the count again from
+that run's rate.
 
 The prediction of the seconds per iteration at ``size`` bytes:
 
@@ -31,7 +33,7 @@ from __future__ import annotations
 from collections.abc import Hashable
 from typing import Any
 
-from pytest_qcrypto.measure import harness
+from pytest_qcrypto.measure import counts
 
 
 def key_of(plugin: str, algorithm: str, direction: str, checked: bool = False) -> Hashable:
@@ -78,7 +80,9 @@ class Calibrations:
         return line if per_byte >= 0 and per_call >= 0 and line > 0 else bound
 
     def start(self, key: Hashable, size: int, min_time: float) -> int:
-        """The count to start calibrating ``size`` bytes from: the power of two predicted to
-        take at least ``min_time`` seconds, or 1 when nothing of ``key`` was measured."""
+        """The count to start calibrating ``size`` bytes from: the count predicted to take
+        ``min_time`` x :data:`~pytest_qcrypto.measure.counts.MARGIN` seconds
+        (:func:`~pytest_qcrypto.measure.counts.count_for`), or 1 when nothing of ``key`` was
+        measured."""
         seconds = self.seconds(key, size)
-        return 1 if seconds is None else harness.first_power_of_two(seconds, min_time)
+        return 1 if seconds is None else counts.count_for(seconds, min_time)

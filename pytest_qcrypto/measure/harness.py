@@ -2,28 +2,32 @@
 
 Calibration: start with ``count = 1``; run ``count`` operations; while that
 run took less than ``min_time`` seconds, double ``count`` and run again.  Once
-a run takes at least 1/16 of ``min_time``, the count skips ahead to the power
-of two that run predicts will reach ``min_time`` (the doublings in between
-would only confirm it), so the count is still the first power of two that
-reaches ``min_time`` and calibration costs little beyond the rounds.  The last
-calibration run is the first round (it lasted at least ``min_time``, at the count the
-rounds use); the remaining rounds run with the same count.  Each round records wall seconds
+a run takes at least 1/16 of ``min_time``, the count skips ahead to the count
+that run predicts will take ``min_time`` x 1.15 (:mod:`pytest_qcrypto.measure.counts`):
+not a power of two, whose rounds last 1.44 times ``min_time`` on average, time
+that buys no accuracy and delays the result.  A run still under ``min_time`` is
+a calibration run like any other, the count predicted again from it (always
+larger: calibration ends).  The last calibration run is the first round (it
+lasted at least ``min_time``, at the count the rounds use); the remaining
+rounds run with the same count.  Each round records wall seconds
 (``time.perf_counter_ns``) and process CPU seconds (``time.process_time_ns``); the garbage
 collector is off inside the timed loops.  The figure reported is the median round; every
 round is kept.
 
 Calibration may start from a predicted count (``start``, see
 :mod:`pytest_qcrypto.measure.calibration`); a first run of :data:`TOO_LONG` times ``min_time``
-or more is then not a round, and the count is chosen again from its rate.
+or more is then not a round, and the count is predicted again from its rate.
 
 A stall during the last calibration run (the machine busy elsewhere, a page
 fault storm) makes it reach ``min_time`` at a count far too small, and the
 rounds that follow come out short.  When a round takes under
-:data:`SHORT_ROUND` of ``min_time``, the count is chosen again from that
-round's rate (the power of two it predicts will reach ``min_time``) and every
-round is timed again, at most :data:`MAX_RECALIBRATIONS` times; rounds still
-that short are kept, with a note (:attr:`Timing.note`) that makes the figure
-noisy (:func:`pytest_qcrypto.measure.machine.noise`).
+:data:`SHORT_ROUND` of ``min_time``, calibration starts again from the count
+that round's rate predicts, and every round is timed again, at most
+:data:`MAX_RECALIBRATIONS` times; rounds still that short are kept, with a note
+(:attr:`Timing.note`) that makes the figure noisy
+(:func:`pytest_qcrypto.measure.machine.noise`).  A later round between
+:data:`SHORT_ROUND` and 1 times ``min_time`` (the machine got faster by more than
+the margin after the first round) is kept as it is.
 
 A clock that does not advance (a frozen or mocked ``perf_counter_ns``) would
 make the doubling run forever.  :func:`time_runner` times every calibration
@@ -43,7 +47,6 @@ figure is noisy), never silently trusted.
 from __future__ import annotations
 
 import gc
-import math
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
@@ -51,16 +54,17 @@ from typing import Any
 
 from pytest_qcrypto.algorithms import catalog, settings
 from pytest_qcrypto.backends.base import Runner
-from pytest_qcrypto.measure import limits
+from pytest_qcrypto.measure import counts, limits
 
 #: 1 KiB, the unit of qcrypto's table (KiB/s); kB/s would be 1000.
 KIB = 1024
-#: Never double past this count: 2**40 operations cannot finish in a human lifetime
+#: Never count past this: 2**40 operations cannot finish in a human lifetime
 #: (also the most ``--qcrypto-count`` takes).
 MAX_COUNT = settings.MAX_COUNT
-#: Calibration skips ahead once a run takes at least this fraction of ``min_time``.
-SKIP_AHEAD = 1 / 16
-#: A first run at a predicted count this many times ``min_time`` or more is not kept (wrong).
+#: A first run at a predicted count this many times ``min_time`` or more is not kept: the
+#: count is predicted again.  That costs the run and saves (rounds - 1) x (its length -
+#: :data:`~pytest_qcrypto.measure.counts.MARGIN` x ``min_time``): at the default 3 rounds
+#: it pays from 1.73 times on; 2 leaves room for a prediction a little high.
 TOO_LONG = 2
 #: A timed round shorter than this fraction of ``min_time`` means a stall chose the count.
 SHORT_ROUND = 0.5
@@ -241,7 +245,8 @@ class Timing:
     note: str = ""
     #: CPU seconds of the reference workload timed right after each round (empty: none)
     reference_s: tuple[float, ...] = ()
-    #: runs of the calibration whose time was thrown away (those before the first round)
+    #: calibration runs whose time was thrown away (those before the first round of the
+    #: first calibration and of each recalibration)
     calibration_runs: int = 0
 
 
@@ -267,27 +272,6 @@ def timed(run: Runner, count: int, clock: Callable[[], int],
     return t0, t1, c1 - c0
 
 
-def _next_count(count: int, wall_ns: int, min_ns: float) -> int:
-    """Double ``count``, or skip ahead to the power of two this run predicts reaches ``min_ns``."""
-    if wall_ns < min_ns * SKIP_AHEAD:
-        return count * 2
-    return predicted_count(count, wall_ns, min_ns)
-
-
-def first_power_of_two(seconds: float, min_time: float) -> int:
-    """The first power of two of operations of ``seconds`` each that takes at least
-    ``min_time`` seconds (1 to :data:`MAX_COUNT`)."""
-    if seconds <= 0 or not math.isfinite(seconds):
-        return 1
-    return min(1 << max(0, math.ceil(math.log2(min_time / seconds))), MAX_COUNT)
-
-
-def predicted_count(count: int, wall_ns: float, min_ns: float) -> int:
-    """The power of two times ``count`` that a run of ``count`` operations in ``wall_ns``
-    predicts will take at least ``min_ns`` (at least twice ``count``, at most :data:`MAX_COUNT`)."""
-    return min(count << max(1, math.ceil(math.log2(min_ns / wall_ns))), MAX_COUNT)
-
-
 def short_rounds_note(walls_ns: Sequence[float], min_time: float, recalibrations: int) -> str:
     """``rounds of 2.35 ms, under half of min-time 0.1 s, after 2 recalibrations (a stall
     during calibration)``: why rounds under :data:`SHORT_ROUND` of ``min_time`` are kept."""
@@ -306,7 +290,7 @@ def time_runner(run: Runner, *, min_time: float = 0.1, rounds: int = 3,
                 guard_limit: float | None = None,
                 between: Callable[[], float] | None = None, start: int = 1) -> Timing:
     """Calibrate with the doubling-count loop from ``start`` operations, then time ``rounds``
-    rounds (again, from a round under :data:`SHORT_ROUND` of ``min_time``, up to
+    rounds (calibrating again from a round under :data:`SHORT_ROUND` of ``min_time``, up to
     :data:`MAX_RECALIBRATIONS` times).
 
     ``run(count)`` performs ``count`` operations.  ``min_time`` is in seconds,
@@ -330,8 +314,33 @@ def time_runner(run: Runner, *, min_time: float = 0.1, rounds: int = 3,
     cpu_clock = cpu_clock or time.process_time_ns
     guard = guard or time.monotonic
     limit = guard_limit if guard_limit is not None else min_time * 10 + 1.0
-    min_ns = min_time * 1e9
-    started = guard()
+    min_ns, clocks = min_time * 1e9, (clock, cpu_clock, guard)
+    count, wall, cpu, thrown = _calibrate(run, start, min_time, clocks, limit)
+    refs = [between()] if between is not None else []
+    walls, cpus = _rounds(run, count, rounds - 1, clock, cpu_clock, [wall], [cpu], between, refs)
+    recalibrations = 0
+    while min(walls) < min_ns * SHORT_ROUND and recalibrations < MAX_RECALIBRATIONS \
+            and count < MAX_COUNT:  # a stall chose the count: calibrate from a short round
+        recalibrations += 1
+        count, wall, cpu, more = _calibrate(
+            run, counts.predicted_count(count, min(walls), min_ns), min_time, clocks, limit)
+        thrown, refs = thrown + more, [between()] if between is not None else []
+        walls, cpus = _rounds(run, count, rounds - 1, clock, cpu_clock, [wall], [cpu], between,
+                              refs)
+    note = short_rounds_note(walls, min_time, recalibrations) \
+        if min(walls) < min_ns * SHORT_ROUND else ""
+    return Timing(count, tuple(w / 1e9 for w in walls), tuple(c / 1e9 for c in cpus),
+                  recalibrations, note, tuple(refs), thrown)
+
+
+def _calibrate(run: Runner, start: int, min_time: float,
+               clocks: tuple[Callable[[], int], Callable[[], int], Callable[[], float]],
+               limit: float) -> tuple[int, int, int, int]:
+    """Run from ``start`` operations until a run reaches ``min_time``: (its count, wall ns,
+    CPU ns, the runs before it).  A first run of :data:`TOO_LONG` x ``min_time`` from a
+    predicted ``start`` (more than 1) is not kept: the count is predicted again from it."""
+    clock, cpu_clock, guard = clocks
+    min_ns, started = min_time * 1e9, guard()
     count, timed_total, runs = start, 0, 0
     while True:
         g0 = guard()
@@ -340,10 +349,10 @@ def time_runner(run: Runner, *, min_time: float = 0.1, rounds: int = 3,
         wall = t1 - t0
         timed_total, runs = timed_total + wall, runs + 1
         if wall >= min_ns * TOO_LONG and runs == 1 < start:  # predicted far too high
-            count = first_power_of_two(wall / 1e9 / count, min_time)
+            count = counts.predicted_count(count, wall, min_ns)
             continue
         if wall >= min_ns:
-            break
+            return count, wall, cpu, runs - 1
         waited = guard() - started
         if (ran >= GUARD_RUN_S and wall < ran * 1e9 / 10) or \
                 (waited > limit and timed_total < waited * 1e9 / 10):
@@ -352,20 +361,7 @@ def time_runner(run: Runner, *, min_time: float = 0.1, rounds: int = 3,
                 f"by the timer but {ran:.3g} s by time.monotonic (is perf_counter_ns mocked?)")
         if count >= MAX_COUNT:
             raise TimerError(f"{count} operations still took under {min_time} s by the timer")
-        count = _next_count(count, wall, min_ns)
-    refs = [between()] if between is not None else []
-    walls, cpus = _rounds(run, count, rounds - 1, clock, cpu_clock, [wall], [cpu], between, refs)
-    recalibrations = 0
-    while min(walls) < min_ns * SHORT_ROUND and recalibrations < MAX_RECALIBRATIONS \
-            and count < MAX_COUNT:  # a stall chose the count: choose it from a short round
-        count = predicted_count(count, min(walls), min_ns)
-        recalibrations += 1
-        refs = []
-        walls, cpus = _rounds(run, count, rounds, clock, cpu_clock, between=between, refs=refs)
-    note = short_rounds_note(walls, min_time, recalibrations) \
-        if min(walls) < min_ns * SHORT_ROUND else ""
-    return Timing(count, tuple(w / 1e9 for w in walls), tuple(c / 1e9 for c in cpus),
-                  recalibrations, note, tuple(refs), runs - 1)
+        count = counts.next_count(count, wall, min_ns)
 
 
 def time_count(run: Runner, count: int, *, rounds: int = 3,

@@ -43,7 +43,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from pytest_qcrypto.measure import harness, procs
+from pytest_qcrypto.measure import counts, harness, procs
 from pytest_qcrypto.algorithms import settings
 from pytest_qcrypto.backends.base import Runner
 from pytest_qcrypto.algorithms.settings import SettingsError
@@ -195,9 +195,12 @@ def time_jobs(run: Runner, jobs: int, *, min_time: float = 0.1, rounds: int = 3,
     :func:`~pytest_qcrypto.measure.harness.fixed_count_note`.
 
     A worker's round under :data:`~pytest_qcrypto.measure.harness.SHORT_ROUND` of
-    ``min_time`` (a stall chose the count) has the count chosen again from its
-    rate and every round run again, as :func:`~pytest_qcrypto.measure.harness.time_runner`
-    does, at most :data:`~pytest_qcrypto.measure.harness.MAX_RECALIBRATIONS` times.
+    ``min_time`` (a stall chose the count) has the count predicted again from its rate
+    (:func:`~pytest_qcrypto.measure.counts.predicted_count`, calibration's rule) and every
+    round run again, as :func:`~pytest_qcrypto.measure.harness.time_runner` does, at most
+    :data:`~pytest_qcrypto.measure.harness.MAX_RECALIBRATIONS` times.  Unlike there, the
+    first round at the new count is not checked against ``min_time`` on its own: here a
+    round is ``jobs`` processes' rounds at once, too dear to spend as a calibration run.
 
     ``start`` launches the workers (default :func:`fork_workers`; tests pass
     fake workers); ``clock`` and ``cpu_clock`` are as in
@@ -229,7 +232,7 @@ def time_jobs(run: Runner, jobs: int, *, min_time: float = 0.1, rounds: int = 3,
                 or recalibrations == harness.MAX_RECALIBRATIONS or count >= harness.MAX_COUNT:
             break
         # a stall chose the count (see harness): choose it again from the shortest round
-        new = harness.predicted_count(count, shortest, min_ns)
+        new = counts.predicted_count(count, shortest, min_ns)
         round_s, count = shortest / 1e9 * new / count, new
         recalibrations += 1
     note = harness.short_rounds_note(walls, min_time, recalibrations) \

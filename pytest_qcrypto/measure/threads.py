@@ -52,7 +52,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from pytest_qcrypto.algorithms import catalog
-from pytest_qcrypto.measure import harness, jobs
+from pytest_qcrypto.measure import counts, harness, jobs
 from pytest_qcrypto.checks import known_answers
 from pytest_qcrypto.measure import machine
 from pytest_qcrypto.algorithms import settings
@@ -202,7 +202,7 @@ def _threaded(runs: Sequence[Runner], one: harness.Timing, count: int | None, ro
                 or recalibrations == harness.MAX_RECALIBRATIONS \
                 or per_thread >= harness.MAX_COUNT:
             break
-        new = harness.predicted_count(per_thread, shortest, min_ns)  # as jobs.time_jobs
+        new = counts.predicted_count(per_thread, shortest, min_ns)  # as jobs.time_jobs
         round_s, per_thread = shortest / 1e9 * new / per_thread, new
         recalibrations += 1
     if count is not None:

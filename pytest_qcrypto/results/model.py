@@ -23,7 +23,7 @@ from pytest_qcrypto.measure.machine import cpu_clock_too_coarse
 
 FORMAT = "pytest-qcrypto results"
 #: The most operations a result may record per round: 2**53, the largest whole number a
-#: float holds exactly (the harness stops doubling at 2**40, times at most a few jobs).
+#: float holds exactly (the harness counts to 2**40 at most, times at most a few jobs).
 MAX_COUNT = 2**53
 #: The shortest round a result may record, seconds: the timers count nanoseconds.
 MIN_ROUND_S = 1e-9
