@@ -626,6 +626,26 @@ def test_the_real_device_path_issues_real_ioctls():
     assert open_fds() == before
 
 
+def test_timed_loops_call_fcntl_ioctl_itself_on_the_real_device_and_doubles_through_theirs():
+    """``loop_ioctl``: DeviceFile's ioctl (a partial of fcntl.ioctl) gives fcntl.ioctl and its
+    fd, one call layer less; anything else (a double, a counting device) is still called."""
+    import fcntl
+
+    from pytest_qcrypto.backends.devcrypto import DeviceFile, loop_ioctl
+
+    dev = DeviceFile(os.devnull)
+    try:
+        assert loop_ioctl(dev) == (fcntl.ioctl, dev.fd)
+        seen: list[tuple[int, Any, bool]] = []
+        dev.ioctl = lambda request, arg, mutate=True: seen.append((request, arg, mutate))
+        call, fd = loop_ioctl(dev)
+        assert fd == -1
+        call(fd, 7, b"x", False)
+        assert seen == [(7, b"x", False)]
+    finally:
+        dev.close()
+
+
 # -- sessions and contexts -------------------------------------------------------------------
 
 

@@ -49,6 +49,11 @@ def _short(sent: int, wanted: int) -> OSError:
     return OSError(errno.EMSGSIZE, f"AF_ALG took {sent} of {wanted} bytes in one send")
 
 
+def _lost(n: int) -> OSError:
+    """What a timed loop raises when a request of ``n`` bytes was taken or returned short."""
+    return OSError(errno.EIO, f"AF_ALG took or returned less than {n} bytes")
+
+
 class _AfalgContext(Context):
     """A tfm socket (bound, keyed) and one operation socket accepted from it."""
 
@@ -274,13 +279,22 @@ class _CipherContext(_AfalgContext):
         opcode = socket.ALG_OP_DECRYPT if work.decrypt else socket.ALG_OP_ENCRYPT
         op = self.op
         op.sendmsg_afalg(op=opcode, **self._iv(work.iv), flags=socket.MSG_MORE)
+        if len(plan) == 1:  # up to a chunk: one request a buffer, no inner loop
+            def run_one(count: int, send: Any = op.send, recv_into: Any = op.recv_into,
+                        one: tuple[memoryview, memoryview, int, int] = plan[0]) -> None:
+                src, dst, flags, n = one
+                for _ in repeat(None, count):
+                    if send(src, flags) != n or recv_into(dst, n) != n:
+                        raise _lost(n)
+
+            return run_one
 
         def run(count: int, send: Any = op.send, recv_into: Any = op.recv_into,
                 plan: list[tuple[memoryview, memoryview, int, int]] = plan) -> None:
             for _ in repeat(None, count):
                 for src, dst, flags, n in plan:
                     if send(src, flags) != n or recv_into(dst, n) != n:
-                        raise OSError(errno.EIO, f"AF_ALG took or returned less than {n} bytes")
+                        raise _lost(n)
 
         return run
 
@@ -289,7 +303,8 @@ class _CipherContext(_AfalgContext):
         iteration, each request carrying its operation and IV, as cryptotest's CIOCCRYPT
         does.  :meth:`runner` primes the socket with one operation for the whole loop, so an
         encrypt runner and a decrypt runner cannot take turns on it (the base class's
-        composition would decrypt twice)."""
+        composition would decrypt twice).  Up to a chunk, the loop is the four calls alone:
+        the general one took 17-20% more time at 16 B (``benchmarks/kernel_loops.py``)."""
         legs = []
         for opcode, data in ((socket.ALG_OP_ENCRYPT, work.data),
                              (socket.ALG_OP_DECRYPT, work.ciphertext)):
@@ -298,6 +313,20 @@ class _CipherContext(_AfalgContext):
                                    int(flags | socket.MSG_DONTWAIT), n)
                                   for off, n, flags in self._plan(len(data))]))
         op, iv = self.op, self._iv(work.iv)
+        if all(len(plan) == 1 for _, plan in legs):
+            (enc, ((e_src, e_dst, e_flags, n),)), (dec, ((d_src, d_dst, d_flags, _),)) = legs
+            args = ([e_src], {"op": enc, "flags": e_flags, **iv}, e_dst,
+                    [d_src], {"op": dec, "flags": d_flags, **iv}, d_dst, n)
+
+            def run_one(count: int, sendmsg: Any = op.sendmsg_afalg,
+                        recv_into: Any = op.recv_into, args: tuple[Any, ...] = args) -> None:
+                e_msg, e_kw, e_dst, d_msg, d_kw, d_dst, n = args
+                for _ in repeat(None, count):
+                    if (sendmsg(e_msg, **e_kw) != n or recv_into(e_dst, n) != n
+                            or sendmsg(d_msg, **d_kw) != n or recv_into(d_dst, n) != n):
+                        raise _lost(n)
+
+            return run_one
 
         def run(count: int, sendmsg: Any = op.sendmsg_afalg, send: Any = op.send,
                 recv_into: Any = op.recv_into, legs: list[Any] = legs) -> None:
@@ -307,8 +336,7 @@ class _CipherContext(_AfalgContext):
                         sent = (send(src, flags) if i else
                                 sendmsg([src], op=opcode, flags=flags, **iv))
                         if sent != n or recv_into(dst, n) != n:
-                            raise OSError(errno.EIO,
-                                          f"AF_ALG took or returned less than {n} bytes")
+                            raise _lost(n)
 
         return run
 

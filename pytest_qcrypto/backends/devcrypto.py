@@ -74,6 +74,7 @@ from pytest_qcrypto.backends.devcrypto_sessions import (  # noqa: F401  (names t
     LinuxSession,
     Session,
     errno_text,
+    loop_ioctl,
 )
 from pytest_qcrypto.backends.devcrypto_sessions import Buffer as _Buffer  # noqa: F401 (tests)
 from pytest_qcrypto.algorithms import catalog
@@ -289,10 +290,12 @@ def _null_request(device: Device, abi: Abi) -> NullRequest:
                                     src=src.address, dst=dst.address, mac=None, iv=None)
     crypt.buffers = (src, dst)  # alive for as long as the request is
 
-    def run(count: int, ioctl: Any = device.ioctl, request: int = abi.requests["CIOCCRYPT"],
-            crypt: Any = crypt) -> None:
+    ioctl, fd = loop_ioctl(device)  # as the contexts' loops call it
+
+    def run(count: int, ioctl: Any = ioctl, fd: int = fd,
+            request: int = abi.requests["CIOCCRYPT"], crypt: Any = crypt) -> None:
         for _ in repeat(None, count):
-            ioctl(request, crypt, False)
+            ioctl(fd, request, crypt, False)
 
     def close() -> None:
         try:

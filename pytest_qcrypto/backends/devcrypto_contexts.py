@@ -3,8 +3,9 @@
 What one timed operation sends, and the kernel hazards the plugin rules out, are described
 in :mod:`.devcrypto`; here are the digest, MAC, cipher and AEAD contexts whose loops send
 requests built once outside the loop (one ``CIOCCRYPT`` or ``CIOCAUTHCRYPT`` an iteration, two
-in a round trip), and the buffer hygiene (a rejected AEAD message's plaintext is wiped).  A
-helper of :mod:`.devcrypto`, not a plugin.
+in a round trip, each a direct :func:`fcntl.ioctl` call: :func:`.devcrypto_sessions.loop_ioctl`),
+and the buffer hygiene (a rejected AEAD message's plaintext is wiped).  A helper of
+:mod:`.devcrypto`, not a plugin.
 """
 
 from __future__ import annotations
@@ -16,7 +17,7 @@ from typing import Any
 import pytest_qcrypto.backends.cryptodev_abi as abi_mod
 from pytest_qcrypto.backends.base import AuthenticationError, Context, Runner, Unsupported, Workload
 from pytest_qcrypto.backends.devcrypto_sessions import Buffer as _Buffer
-from pytest_qcrypto.backends.devcrypto_sessions import Session, errno_text
+from pytest_qcrypto.backends.devcrypto_sessions import Session, errno_text, loop_ioctl
 from pytest_qcrypto.algorithms.catalog import Algorithm, Kind
 
 
@@ -62,10 +63,12 @@ class _DigestContext(_DevcryptoContext):
         src, mac = _Buffer.of(work.data), _Buffer(abi_mod.AALG_MAX_RESULT_LEN)
         request, op = s.crypt_request(False, src, None, mac=mac)
 
-        def run(count: int, ioctl: Any = s.device.ioctl, request: int = request, op: Any = op,
-                keep: tuple[_Buffer, ...] = (src, mac)) -> None:
+        ioctl, fd = loop_ioctl(s.device)
+
+        def run(count: int, ioctl: Any = ioctl, fd: int = fd, request: int = request,
+                op: Any = op, keep: tuple[_Buffer, ...] = (src, mac)) -> None:
             for _ in repeat(None, count):
-                ioctl(request, op, False)
+                ioctl(fd, request, op, False)
 
         return run
 
@@ -103,10 +106,12 @@ class _CipherContext(_DevcryptoContext):
         ivb = _Buffer.of(work.iv) if work.iv else None
         request, op = s.crypt_request(work.decrypt, src, dst, iv=ivb)
 
-        def run(count: int, ioctl: Any = s.device.ioctl, request: int = request, op: Any = op,
-                keep: tuple[Any, ...] = (src, dst, ivb)) -> None:
+        ioctl, fd = loop_ioctl(s.device)
+
+        def run(count: int, ioctl: Any = ioctl, fd: int = fd, request: int = request,
+                op: Any = op, keep: tuple[Any, ...] = (src, dst, ivb)) -> None:
             for _ in repeat(None, count):
-                ioctl(request, op, False)
+                ioctl(fd, request, op, False)
 
         return run
 
@@ -125,13 +130,14 @@ class _CipherContext(_DevcryptoContext):
             keep += [src, dst]
             legs.append(s.crypt_request(decrypt, src, dst, iv=ivb))
         (enc_request, enc_op), (dec_request, dec_op) = legs
+        ioctl, fd = loop_ioctl(s.device)
 
-        def run(count: int, ioctl: Any = s.device.ioctl, enc_request: int = enc_request,
+        def run(count: int, ioctl: Any = ioctl, fd: int = fd, enc_request: int = enc_request,
                 enc_op: Any = enc_op, dec_request: int = dec_request, dec_op: Any = dec_op,
                 keep: tuple[Any, ...] = tuple(keep)) -> None:
             for _ in repeat(None, count):
-                ioctl(enc_request, enc_op, False)
-                ioctl(dec_request, dec_op, False)
+                ioctl(fd, enc_request, enc_op, False)
+                ioctl(fd, dec_request, dec_op, False)
 
         return run
 
@@ -179,11 +185,13 @@ class _AeadContext(_DevcryptoContext):
             requests = [s.aead_request(False, n, aad, src, dst) for n in nonces]
             keep = (src, dst, nonces, aad)
         pool = cycle(requests)
+        ioctl, fd = loop_ioctl(s.device)
 
-        def run(count: int, ioctl: Any = s.device.ioctl, keep: tuple[Any, ...] = keep) -> None:
+        def run(count: int, ioctl: Any = ioctl, fd: int = fd,
+                keep: tuple[Any, ...] = keep) -> None:
             try:
                 for request, op in islice(pool, count):
-                    ioctl(request, op, False)
+                    ioctl(fd, request, op, False)
             except OSError as exc:
                 raise _rejected(exc, dst) from None
 
@@ -201,14 +209,15 @@ class _AeadContext(_DevcryptoContext):
         sealed, first = _Buffer.of(work.ciphertext), _Buffer.of(work.nonces[0])
         opened = _Buffer(s.aead_dst_size(True, sealed.size))
         dec_request, dec_op = s.aead_request(True, first, aad, sealed, opened)
+        ioctl, fd = loop_ioctl(s.device)
 
-        def run(count: int, ioctl: Any = s.device.ioctl, dec_request: int = dec_request,
+        def run(count: int, ioctl: Any = ioctl, fd: int = fd, dec_request: int = dec_request,
                 dec_op: Any = dec_op,
                 keep: tuple[Any, ...] = (aad, src, dst, nonces, sealed, first, opened)) -> None:
             try:
                 for request, op in islice(pool, count):
-                    ioctl(request, op, False)
-                    ioctl(dec_request, dec_op, False)
+                    ioctl(fd, request, op, False)
+                    ioctl(fd, dec_request, dec_op, False)
             except OSError as exc:
                 raise _rejected(exc, opened) from None
 

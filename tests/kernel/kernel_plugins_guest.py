@@ -79,13 +79,20 @@ def refusal(call: Any) -> str | None:
     return None
 
 
-def devcrypto_report(ko: str) -> dict[str, Any]:
+def insert_cryptodev(ko: str) -> tuple[str | None, str]:
+    """``insmod ko``: (the error, or None; the module's load line, ``driver 1.14 loaded.``)."""
     loaded = subprocess.run(["insmod", ko], capture_output=True, text=True)
     if loaded.returncode != 0:
-        return {"error": f"insmod {ko}: {loaded.stderr.strip()}"}
+        return f"insmod {ko}: {loaded.stderr.strip()}", ""
     log = subprocess.run(["dmesg"], capture_output=True, text=True).stdout.splitlines()
-    version = next((line.split("cryptodev: ", 1)[1] for line in log
-                    if "cryptodev: driver" in line), "")  # "driver 1.14 loaded."
+    return None, next((line.split("cryptodev: ", 1)[1] for line in log
+                       if "cryptodev: driver" in line), "")
+
+
+def devcrypto_report(ko: str) -> dict[str, Any]:
+    error, version = insert_cryptodev(ko)
+    if error:
+        return {"error": error}
     plugin = DevcryptoPlugin(device=CountingDevice)
     opens = {}
     for name in sorted(plugin.abi.algorithms):

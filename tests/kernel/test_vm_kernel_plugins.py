@@ -26,12 +26,13 @@ from test_vm import ROOT, TIMEOUT, prepared
 
 pytestmark = pytest.mark.kernel_vm
 
-@pytest.fixture(scope="module")
-def guest(request: pytest.FixtureRequest) -> dict[str, Any]:
-    """The guest's JSON report; ``devcrypto_unavailable`` says why the module is not in it."""
+def guest_report(request: pytest.FixtureRequest, script: str, *args: str) -> dict[str, Any]:
+    """One boot running ``script`` with ``args``, and the path of ``cryptodev.ko`` last when one
+    can be built: the JSON report the script prints last, with ``devcrypto_unavailable`` added
+    (why the module is not in it; None when it is).  Skips when the VM cannot run."""
     machine = prepared(request)
     version = sorted(p.name for p in machine.module_dir.iterdir())[0]
-    argv = [sys.executable, "tests/kernel/kernel_plugins_guest.py"]
+    argv = [sys.executable, script, *args]
     why = None
     try:
         argv.append(str(cryptodev_module.build(version)))
@@ -47,6 +48,12 @@ def guest(request: pytest.FixtureRequest) -> dict[str, Any]:
     report = json.loads(result.stdout.strip().splitlines()[-1])
     report["devcrypto_unavailable"] = why
     return report
+
+
+@pytest.fixture(scope="module")
+def guest(request: pytest.FixtureRequest) -> dict[str, Any]:
+    """The guest's JSON report; ``devcrypto_unavailable`` says why the module is not in it."""
+    return guest_report(request, "tests/kernel/kernel_plugins_guest.py")
 
 
 @pytest.fixture(scope="module")
