@@ -119,6 +119,10 @@ def test_the_list_with_a_bad_option_is_a_usage_error_naming_the_choices(pytester
         "sha3-512, blake2b512, blake2s256, sm3, or all (see pytest --qcrypto-list or qcrypto "
         "list)"]
     assert r.outlines == []
+    ini = pytester.runpytest_subprocess("--qcrypto-list", "-o", "qcrypto_plugins=nosuch")
+    assert ini.ret == pytest.ExitCode.USAGE_ERROR and ini.outlines == []
+    assert ini.errlines[0].startswith(
+        "ERROR: -o qcrypto_plugins: unknown crypto plugin 'nosuch'. Valid plugins: openssl, ")
     ok = pytester.runpytest_subprocess("--qcrypto-list", "--qcrypto-digest=sha256")
     assert ok.ret == 0 and ok.outlines[0] == "crypto plugins (first available is the default):"
 

@@ -221,8 +221,8 @@ class RunSettings:
     def check(self) -> None:
         """Find every command-line problem before any test runs (raises for a usage error)."""
         _ = self.settings, self.jobs, self.threads
-        if self.requested or self.config.getoption("qcrypto_plugin"):
-            _ = self.selections
+        if self.requested or self._ini_or_option("qcrypto_plugin", "qcrypto_plugins")[0]:
+            _ = self.selections  # the option's or the ini line's (--qcrypto-list too)
         if self.requested:
             matrix.check_all(self)
         options.check_ini_bools(self.config)
