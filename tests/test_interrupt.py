@@ -469,3 +469,20 @@ def test_a_late_signal_under_qcrypto_speed_keeps_exit_0(pytester):
                                     "change: its results were complete and saved to "
                                     f"{pytester.path / 'r.json'}; exit status 0"), err
     assert results.load(pytester.path / "r.json").complete is True
+
+
+def test_an_interrupted_compare_says_its_baseline_cells_were_not_judged(pytester):
+    # the spread rounds measured hashlib's cells before sleepy hung, but their items never
+    # ran: "not measured in this run" beside their figures in the table contradicted it
+    pytester.makeconftest(MISBEHAVING_PLUGINS)
+    saved = pytester.runpytest_subprocess("--qcrypto-digest", "sha256", "--qcrypto-plugin",
+                                          "hashlib", "--qcrypto-size", "16,64",
+                                          "--qcrypto-save", "base.json", *FAST)
+    assert saved.ret == 0
+    code, out = interrupted_run(pytester, signal.SIGINT, "--qcrypto-compare=base.json")
+    assert code == pytest.ExitCode.INTERRUPTED, out
+    lines = out.splitlines()
+    start = lines.index("in the baseline, not judged: the run was interrupted before their "
+                        "items:")
+    assert lines[start + 1] == "  sha256 hashlib digest, size 64: not judged"  # 16 was judged
+    assert "in the baseline but not measured in this run:" not in out

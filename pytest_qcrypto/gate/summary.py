@@ -174,8 +174,9 @@ def _drift_lines(verdicts: Sequence[Verdict]) -> list[str]:
 
 
 def _cell_lines(rules: GateRules, baseline: BaselineIndex, verdicts: Mapping[CellKey, Verdict],
-                gone: Mapping[CellKey, str]) -> list[str]:
-    """Baseline cells skipped now, cells without a baseline entry, baseline cells not run."""
+                gone: Mapping[CellKey, str], interrupted: bool = False) -> list[str]:
+    """Baseline cells skipped now, cells without a baseline entry, baseline cells not run
+    (not judged, when the run was ``interrupted``: a spread run may have measured them)."""
     lines: list[str] = []
     if gone:
         what = ("in the baseline, skipped now (allowed by --qcrypto-allow-missing)"
@@ -188,7 +189,10 @@ def _cell_lines(rules: GateRules, baseline: BaselineIndex, verdicts: Mapping[Cel
         lines.append("no baseline entry (not judged):")
         lines += _lines_per_group(new, "new")
     not_run = baseline.not_run()
-    if not_run:
+    if not_run and interrupted:
+        lines.append("in the baseline, not judged: the run was interrupted before their items:")
+        lines += _lines_per_group(dict.fromkeys(not_run), "not judged")
+    elif not_run:
         lines.append("in the baseline but not measured in this run:")
         lines += _lines_per_group(dict.fromkeys(not_run), "not run")
     return lines
@@ -197,14 +201,15 @@ def _cell_lines(rules: GateRules, baseline: BaselineIndex, verdicts: Mapping[Cel
 def summary_lines(rules: GateRules, baseline: BaselineIndex | None,
                   verdicts: Mapping[CellKey, Verdict], gone: Mapping[CellKey, str],
                   saved: str, machine_differences: Sequence[str] = (),
-                  library_difference: Callable[[str, str], str] = lambda typed, canon: ""
-                  ) -> list[str]:
+                  library_difference: Callable[[str, str], str] = lambda typed, canon: "",
+                  interrupted: bool = False) -> list[str]:
     """After the tables: regressions, floors, differences, missing and new cells, the file.
 
     ``verdicts`` per cell (plugin as typed), ``gone`` the baseline cells skipped
     now with the skip reason, ``saved`` the line about the results file (empty:
     none); ``library_difference(typed, canonical)`` says how a plugin's library
-    differs from the baseline's (empty: it does not).
+    differs from the baseline's (empty: it does not); ``interrupted``: the run was, so the
+    baseline cells it did not judge are said to be not judged, not not run.
     """
     lines: list[str] = []
     every = list(verdicts.values())
@@ -220,7 +225,7 @@ def summary_lines(rules: GateRules, baseline: BaselineIndex | None,
     if failed:
         lines.append("baseline cells whose test failed there (never used as a baseline):")
         lines += [f"  {describe(r)}: {r.test or 'its test'} {r.outcome}" for r in failed]
-    lines += _cell_lines(rules, baseline, verdicts, gone)
+    lines += _cell_lines(rules, baseline, verdicts, gone, interrupted)
     return lines + ([saved] if saved else [])
 
 

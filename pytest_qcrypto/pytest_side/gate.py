@@ -384,11 +384,11 @@ class GatePlugin:
         return change_grid(self.baseline.label, table.algorithm, table.direction,
                            table.plugins, table.columns, self.ledger.verdicts(), self.ledger.gone)
 
-    def summary_lines(self) -> list[str]:
+    def summary_lines(self, interrupted: bool = False) -> list[str]:
         """After the tables: regressions, floors, differences, missing and new cells, the file."""
         verdicts = self.ledger.verdicts()
-        lines = summary_lines(self.rules, self.baseline, verdicts, self.ledger.gone,
-                              self.saved, self.machine_differences, self.library_difference)
+        lines = summary_lines(self.rules, self.baseline, verdicts, self.ledger.gone, self.saved,
+                              self.machine_differences, self.library_difference, interrupted)
         rule = gate_stats.summary_lines(
             [(gate.describe(v.measurement), v.test, v.threshold.value, v.status == gate.REGRESSION)
              for v in verdicts.values() if v.test is not None and v.threshold is not None

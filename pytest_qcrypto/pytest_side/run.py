@@ -334,13 +334,13 @@ class QcryptoRun(RunSettings):
 
     def pytest_terminal_summary(self, terminalreporter: Any) -> None:
         gate = self.gate
+        stopped = self.session is not None and self.session.exitstatus == progress.INTERRUPTED
         gate_lines = (self.unused_options() if self.requested else []) + \
             quoting.notes(self.settings, self.ledger.measurements) + \
             quoting.cycles_lines(self.output.unit, self.ledger.measurements) + (
-            gate.summary_lines() if gate else [])
+            gate.summary_lines(stopped) if gate else [])
         from pytest_qcrypto.output.render import unwritten
 
-        stopped = self.session is not None and self.session.exitstatus == progress.INTERRUPTED
         output, said = unwritten(self.output, bool(self.ledger.cells), stopped)
         gate_lines += said
         if not self.ledger.cells and not gate_lines:
