@@ -1,5 +1,6 @@
-"""What the gate benchmarks (gate_power.py, gate_drift.py, instructions_gate.py) share: a
-neighbour process on one CPU, a timed pytest run, and the qcrypto properties of a JUnit file.
+"""What the benchmark scripts share: a neighbour process on one CPU, a timed pytest run and the
+qcrypto properties of a JUnit file (the gate benchmarks), and where a script's JSON goes
+(:func:`write_json`).
 
 Imported by those scripts from their own folder (``python benchmarks/NAME.py`` puts it first on
 ``sys.path``); not part of the package.
@@ -7,13 +8,31 @@ Imported by those scripts from their own folder (``python benchmarks/NAME.py`` p
 
 from __future__ import annotations
 
+import json
 import os
 import subprocess
 import sys
 import time
 import xml.etree.ElementTree as ET
 from collections.abc import Mapping
+from datetime import datetime
 from pathlib import Path
+from typing import Any
+
+#: The repository: results go to its ``benchmarks/results-DATE/``.
+REPO = Path(__file__).resolve().parent.parent
+
+
+def write_json(out: Mapping[str, Any], path: str | None, name: str, started: datetime,
+               tiny: bool = False) -> None:
+    """Write ``out`` as JSON to ``path`` (``--json``), else, unless ``tiny``, to
+    ``benchmarks/results-DATE/NAME-HHMMSS.json`` of ``started``; say where."""
+    where = path or (None if tiny else str(
+        REPO / "benchmarks" / f"results-{started:%Y-%m-%d}" / f"{name}-{started:%H%M%S}.json"))
+    if where:
+        Path(where).parent.mkdir(parents=True, exist_ok=True)
+        Path(where).write_text(json.dumps(out, indent=1) + "\n", encoding="utf-8")
+        print(f"wrote {where}")
 
 
 class Neighbour:

@@ -41,8 +41,10 @@ from typing import Any
 
 REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO / "tests" / "kernel"))
+sys.path.insert(0, str(REPO / "benchmarks"))
 import cryptodev_module  # noqa: E402  (tests/kernel: the VM and the module builder)
 import vm  # noqa: E402
+from benchlib import write_json  # noqa: E402  (beside this script)
 
 GUEST = "tests/kernel/kernel_loops_guest.py"
 #: Issue 25: devcrypto's round trip within 10% of a bare two-ioctl loop.
@@ -172,13 +174,7 @@ def main(argv: list[str] | None = None) -> int:
                        "load_average_before": load_before, "load_average_after": load_after},
            "commit": _commit(), "target": TARGET, "verdict": met, "rows": table,
            "guest": report}
-    path = args.json or (None if args.tiny else str(
-        REPO / "benchmarks" / f"results-{started:%Y-%m-%d}" /
-        f"kernel-loops-{started:%H%M%S}.json"))
-    if path:
-        Path(path).parent.mkdir(parents=True, exist_ok=True)
-        Path(path).write_text(json.dumps(out, indent=1) + "\n", encoding="utf-8")
-        print(f"wrote {path}")
+    write_json(out, args.json, "kernel-loops", started, args.tiny)
     return 0
 
 

@@ -53,6 +53,7 @@ from pathlib import Path
 from typing import Any, Callable
 
 from accuracy import loop_hashlib_sha256, loop_pyca_sha256, time_loop  # beside this script
+from benchlib import write_json
 
 REPO = Path(__file__).resolve().parent.parent
 PLUGINS = ("openssl", "hashlib", "pycryptodome")
@@ -255,13 +256,7 @@ def main(argv: list[str] | None = None) -> int:
                        "platform": platform.platform(), "load_average_1min": loads},
            "versions": versions(), "repeats": repeats, "sizes": list(sizes),
            "ours_options": ours_extra, "loop_counts": counts, **summary, "per_repeat": reps}
-    path = args.json or (None if args.tiny else str(
-        REPO / "benchmarks" / f"results-{started:%Y-%m-%d}" /
-        f"time-to-result-{started:%H%M%S}.json"))
-    if path:
-        Path(path).parent.mkdir(parents=True, exist_ok=True)
-        Path(path).write_text(json.dumps(out, indent=1) + "\n", encoding="utf-8")
-        print(f"wrote {path}")
+    write_json(out, args.json, "time-to-result", started, args.tiny)
     return 0
 
 

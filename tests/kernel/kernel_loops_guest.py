@@ -192,6 +192,19 @@ def counting_ioctl(sent: list[str]) -> Any:
     return ioctl
 
 
+def timed_entry(ctx: Any, loop: str, size: int, work: Any, run: Runner,
+                bare: tuple[Runner, Callable[[], Any]], rounds: int,
+                block_s: float) -> dict[str, Any]:
+    """One loop's entry: the bare loop's output after one iteration checked against the
+    plugin's own result (``bare_checked``), then :func:`compare`'s timings of both."""
+    bare_run, output = bare
+    bare_run(1)
+    expected = (work.ciphertext, work.data) if loop == "roundtrip" else \
+        ctx.context.encrypt(work.iv, work.data)
+    return {"loop": loop, "size": size, "bare_checked": output() == expected,
+            **compare(run, bare_run, rounds, block_s)}
+
+
 def devcrypto_loops(rounds: int, block_s: float) -> dict[str, Any]:
     plain = bench.open_context(Selection("devcrypto", DevcryptoPlugin()), ALGORITHM)
     counted = bench.open_context(Selection("devcrypto", DevcryptoPlugin(device=CountingDevice)),
@@ -203,11 +216,8 @@ def devcrypto_loops(rounds: int, block_s: float) -> dict[str, Any]:
             for size in SIZES:
                 run, work = plugin_runner(plain, loop, size)
                 bare_run, output = bare.runner(loop, work)
-                bare_run(1)
-                expected = (work.ciphertext, work.data) if loop == "roundtrip" else \
-                    plain.context.encrypt(work.iv, work.data)
-                entry = {"loop": loop, "size": size, "bare_checked": output() == expected}
-                entry.update(compare(run, bare_run, rounds, block_s))
+                entry = timed_entry(plain, loop, size, work, run, (bare_run, output), rounds,
+                                    block_s)
                 counted_run, _ = plugin_runner(counted, loop, size)
                 CountingDevice.sent.clear()
                 counted_run(COUNTED)
@@ -296,11 +306,8 @@ def afalg_loops(rounds: int, block_s: float) -> dict[str, Any]:
             for size in SIZES:
                 run, work = plugin_runner(plain, loop, size)
                 bare_run, output, socks = bare_afalg(loop, key, work)
-                bare_run(1)
-                expected = (work.ciphertext, work.data) if loop == "roundtrip" else \
-                    plain.context.encrypt(work.iv, work.data)
-                entry = {"loop": loop, "size": size, "bare_checked": output() == expected}
-                entry.update(compare(run, bare_run, rounds, block_s))
+                entry = timed_entry(plain, loop, size, work, run, (bare_run, output), rounds,
+                                    block_s)
                 counted_run, _ = plugin_runner(counted, loop, size)
                 counted_bare, _, counted_socks = bare_afalg(loop, key, work, CountingSocket)
                 sent = {}
