@@ -27,8 +27,7 @@ from pytest_qcrypto.algorithms.settings import argument_problem  # noqa: F401 (i
 from pytest_qcrypto.backends.base import Context, Unsupported, Workload
 from pytest_qcrypto.checks import known_answers
 from pytest_qcrypto.checks.known_answers import checked_roundtrip_runner  # noqa: F401 (old home)
-from pytest_qcrypto.measure import buffers, harness, jobs as multi, limits, memory, pkey_bench
-from pytest_qcrypto.measure import reference
+from pytest_qcrypto.measure import buffers, harness, jobs as multi, limits, memory, pkey_bench, reference
 from pytest_qcrypto.measure.calibration import Calibrations, key_of
 from pytest_qcrypto.measure.harness import Measurement
 from pytest_qcrypto.measure.randomness import Randomness  # noqa: F401 (its old home)
@@ -131,12 +130,12 @@ class BenchContext:
         sealed = known_answers.returned(typed, "encrypt", self.context.encrypt(iv, data)) if decrypt else b""
         return buffers.shaped(Workload(data, iv=iv, decrypt=decrypt, ciphertext=sealed), misalign, update_size)
 
-    def measure(self, size: int, *, decrypt: bool = False, min_time: float = 0.1,
-                rounds: int = 3, jobs: int = 1, timeout: float | None = None,
-                isolate: bool = False, count: int | None = None, roundtrip: bool = False,
-                check_roundtrip: bool = False, threads: int = 1, operation: str | None = None,
-                measure: str = "time", aad: int = 0, misalign: int | None = None,
-                update_size: int | None = None, reference: bool = True) -> Measurement:
+    def measure(self, size: int, *, decrypt: bool = False, min_time: float = 0.1, rounds: int = 3,
+                jobs: int = 1, timeout: float | None = None, isolate: bool = False,
+                count: int | None = None, roundtrip: bool = False, check_roundtrip: bool = False,
+                threads: int = 1, operation: str | None = None, measure: str = "time",
+                aad: int = 0, misalign: int | None = None, update_size: int | None = None,
+                reference: bool = True, settle: float = 0.0) -> Measurement:
         """Time ``size``-byte operations (bytes; ``min_time`` in seconds).
 
         The kinds without a buffer size (signatures, key agreement, KEMs, RSA encryption,
@@ -145,7 +144,8 @@ class BenchContext:
         a KDF's only one may be left out): see :mod:`pytest_qcrypto.measure.pkey_bench`; their
         checks run first (with :attr:`peers`); their figure is :attr:`Measurement.ops_per_s`.
 
-        ``reference`` False (a quick run): no reference workload after each round.  ``count`` (iterations, 1 to 2**40; None: calibrate) runs exactly that many in every
+        ``reference`` and ``settle``: see :func:`~pytest_qcrypto.measure.harness.time_runner`.
+        ``count`` (iterations, 1 to 2**40; None: calibrate) runs exactly that many in every
         round instead of the doubling loop (``--qcrypto-count``).  ``roundtrip`` times, for
         ciphers and AEADs, one encryption and one decryption per iteration (direction
         ``roundtrip``, two operations an iteration; other kinds keep their direction), not with
@@ -161,9 +161,8 @@ class BenchContext:
         the rounds run in that many processes at once (:mod:`pytest_qcrypto.measure.jobs`):
         ``count`` is then the operations of all of them, each round the common window, and
         ``jobs`` and ``workers`` hold the number of processes and the per-worker figures;
-        ``JobsError`` when a worker fails.  More ``jobs`` than
-        :func:`pytest_qcrypto.measure.jobs.max_jobs` raises ``ValueError`` before anything runs.
-        ``threads`` > 1: :mod:`pytest_qcrypto.measure.threads` (``ThreadsError``).
+        ``JobsError`` when a worker fails; more than :func:`~pytest_qcrypto.measure.jobs.max_jobs`
+        raise ``ValueError`` first.  ``threads`` > 1: :mod:`pytest_qcrypto.measure.threads`.
 
         ``timeout`` (seconds, None: no limit) bounds the whole call, known answers included:
         past it, raises ``MeasurementTimeout`` and, when measured in this process, marks the
@@ -175,7 +174,7 @@ class BenchContext:
         raises :class:`OpenError`."""
         from pytest_qcrypto.measure import counting, isolate as isolation, threads as threaded
         way = _Way(decrypt, roundtrip, check_roundtrip, count, operation or "", aad, misalign,
-                   update_size, reference)
+                   update_size, reference, settle)
         _check_measurable(self, size, min_time, rounds, jobs, way)
         threaded.check_threads(threads, jobs)  # (imported here: a counting child needs none)
         if too_much := memory.problem(self.algorithm, max(jobs, 1) * max(threads, 1)):
@@ -290,7 +289,8 @@ class _Way:
     aad: int = 0  # an AEAD's AAD bytes (the tls grid's 13)
     misalign: int | None = None  # buffers N bytes past a 64-byte boundary (None: anywhere)
     update_size: int | None = None  # a digest's or MAC's bytes per update() (None: all at once)
-    reference: bool = True  # time the reference workload after each round (not a quick run's)
+    reference: bool = True  # time the reference workload after each round
+    settle: float = 0.0  # stop the rounds once they agree this well (harness.time_runner)
 
 
 def prepare(bench: BenchContext, size: int, way: _Way) -> tuple[Callable[[int], None], Direction,
@@ -355,7 +355,7 @@ def _measure_here(bench: BenchContext, size: int, way: _Way, min_time: float, ro
         start = bench.calibrations.start(key_of(typed, alg.name, direction, way.check_roundtrip),
                                          size, min_time)
         timing = harness.time_runner(run, min_time=min_time, rounds=rounds,
-                                     between=between, start=start)
+                                     between=between, start=start, settle=way.settle)
     return measurement_of(bench, timing, direction, size, work, jobs=jobs, workers=workers,
                         threads=threads, one_thread=one_thread)
 

@@ -104,12 +104,14 @@ class CallableBench:
                 timeout: float | None = None, isolate: bool = False, count: int | None = None,
                 decrypt: bool = False, roundtrip: bool = False,
                 check_roundtrip: bool = False, threads: int = 1,
-                measure: str = "time") -> Measurement:
+                measure: str = "time", reference: bool = True, settle: float = 0.0) -> Measurement:
         """Time calls on ``size``-byte buffers (bytes; ``min_time`` and ``timeout`` seconds).
 
         As :meth:`pytest_qcrypto.measure.bench.BenchContext.measure`: ``count`` fixes the calls per
         round, ``jobs`` runs the rounds in that many processes, ``timeout`` bounds the
-        call (``MeasurementTimeout``), ``isolate`` measures in a child process.  One call
+        call (``MeasurementTimeout``), ``isolate`` measures in a child process, ``settle`` lets
+        the rounds settle (:func:`pytest_qcrypto.measure.harness.time_runner`; ``reference`` is
+        accepted and not timed: a callable's rounds are judged by their own times).  One call
         runs (and is checked by ``check``) before timing.  Raises ``ValueError`` for
         arguments outside the limits of the options (and for ``decrypt`` or ``roundtrip``:
         a callable has one direction, ``call``; ``check_roundtrip`` is ignored),
@@ -135,7 +137,7 @@ class CallableBench:
         if problem:
             raise ValueError(problem)
         multi.check_jobs(jobs)
-        body = partial(self._measure_here, size, min_time, rounds, jobs, count)
+        body = partial(self._measure_here, size, min_time, rounds, jobs, count, settle)
         if isolate:
             return isolation.run_isolated(body, timeout)
         try:
@@ -146,7 +148,7 @@ class CallableBench:
             raise
 
     def _measure_here(self, size: int, min_time: float, rounds: int, jobs: int,
-                      count: int | None) -> Measurement:
+                      count: int | None, settle: float = 0.0) -> Measurement:
         fn, data, name = self.fn, self.rng.bytes(size), self.algorithm.name
         result = fn(data)
         limits.rearm()
@@ -167,7 +169,7 @@ class CallableBench:
         elif count is not None:
             timing = harness.time_count(run, count, rounds=rounds)
         else:
-            timing = harness.time_runner(run, min_time=min_time, rounds=rounds)
+            timing = harness.time_runner(run, min_time=min_time, rounds=rounds, settle=settle)
         alg = self.algorithm
         return Measurement(
             algorithm=alg.name, plugin=PLUGIN, size=size, direction=alg.directions[0],

@@ -29,6 +29,13 @@ that round's rate predicts, and every round is timed again, at most
 :data:`SHORT_ROUND` and 1 times ``min_time`` (the machine got faster by more than
 the margin after the first round) is kept as it is.
 
+Rounds that settle (``settle``, :data:`SETTLE`; a run that neither saves nor compares and
+leaves ``--qcrypto-rounds`` at its default): once the first ``rounds // 2 + 1`` rounds differ
+by at most ``settle``, the rest are not timed.  The median of all ``rounds`` would lie
+between the fastest and slowest of those, whatever the rest measured, so the figure moves
+by at most ``settle`` (half of it with two rounds) and the third round of the default three
+is spent only when the first two disagree.
+
 A clock that does not advance (a frozen or mocked ``perf_counter_ns``) would
 make the doubling run forever.  :func:`time_runner` times every calibration
 run with an independent guard clock (``time.monotonic``) too, and raises
@@ -49,15 +56,14 @@ from __future__ import annotations
 import gc
 import time
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, field
-from typing import Any
+from dataclasses import dataclass
 
-from pytest_qcrypto.algorithms import catalog, settings
+from pytest_qcrypto.algorithms import settings
 from pytest_qcrypto.backends.base import Runner
 from pytest_qcrypto.measure import counts, limits
+# What a timed cell is, made here (and still named here: most code imports it from here)
+from pytest_qcrypto.measure.measurement import KIB, Measurement, WorkerRecord  # noqa: F401
 
-#: 1 KiB, the unit of qcrypto's table (KiB/s); kB/s would be 1000.
-KIB = 1024
 #: Never count past this: 2**40 operations cannot finish in a human lifetime
 #: (also the most ``--qcrypto-count`` takes).
 MAX_COUNT = settings.MAX_COUNT
@@ -77,156 +83,15 @@ GUARD_RUN_S = 0.25
 #: loop around it can honestly time: timer resolution, the calls that read the clocks and
 #: the GC switch cost microseconds, a fraction of a percent only of a millisecond.
 MIN_FIXED_ROUND_S = 1e-3
+#: Rounds that differ by at most this fraction (slowest / fastest - 1) settle the figure
+#: (see the module text): 2%, so that two rounds of the default three give a figure within
+#: 1% of the median of three, under the 1.6% that ten best-of-5 runs of hashlib sha256 at
+#: 16 B spread on the project's machine (../shared/reference/measurement.md).
+SETTLE = 0.02
 
 
 class TimerError(RuntimeError):
     """The timer did not advance while operations ran (frozen or mocked clock)."""
-
-
-@dataclass(frozen=True)
-class WorkerRecord:
-    """One ``--qcrypto-jobs`` process's part of a multi-job :class:`Measurement`.
-
-    ``count`` operations in every round; per round, its own wall seconds (its
-    start to its end), CPU seconds and KiB/s (1 KiB = 1024 bytes).
-    """
-
-    count: int
-    rounds_s: tuple[float, ...]
-    cpu_s: tuple[float, ...]
-    kib_per_s: tuple[float, ...]
-
-
-@dataclass(frozen=True)
-class Measurement:
-    """The result of timing one (algorithm, plugin, size, direction).
-
-    ``count`` iterations over buffers of ``size`` bytes ran in every round
-    (each is :attr:`operations` / ``count`` operations: 2 for a ``roundtrip``,
-    an encryption and a decryption, else 1); ``rounds_s`` and ``cpu_s`` are the
-    wall and CPU seconds of each round.
-    ``plugin`` is the name as the user typed it, ``canonical_plugin`` the
-    plugin it resolved to; ``driver`` names the implementation when the plugin
-    can tell (kernel plugins).
-
-    ``jobs`` is the number of processes that ran each round at once
-    (``--qcrypto-jobs``; ``count`` is then the operations of all of them and
-    each round the common window), ``workers`` what each of them did (empty
-    for one job).  ``calibration_note`` says why rounds too short to trust
-    were kept (:attr:`Timing.note`; empty: they were not).  ``figure_only``
-    marks a measurement rebuilt from a saved figure without counts (schema 1
-    results): its count and rounds are not real.  ``iv`` is the hex text of the
-    cipher's IV, or of the first AEAD nonce (empty for digests and MACs; never
-    the key).  These five, and ``threads`` and ``one_thread_bps``
-    (:mod:`pytest_qcrypto.measure.threads`), take no part in comparing measurements.
-    """
-
-    algorithm: str
-    plugin: str
-    size: int
-    direction: str
-    count: int
-    rounds_s: tuple[float, ...]
-    cpu_s: tuple[float, ...] = ()
-    canonical_plugin: str = ""
-    operation: str = ""
-    driver: str | None = None
-    hardware: bool | None = None
-    jobs: int = field(default=1, compare=False)
-    workers: tuple[WorkerRecord, ...] = field(default=(), compare=False)
-    calibration_note: str = field(default="", compare=False)
-    figure_only: bool = field(default=False, compare=False)
-    iv: str = field(default="", compare=False)
-    #: threads that ran each round at once (``--qcrypto-threads``; then ``workers`` holds
-    #: each thread's part) and the bytes per second of the same cell in one thread
-    threads: int = field(default=1, compare=False)
-    one_thread_bps: float | None = field(default=None, compare=False)
-    #: of the threads' time, the share they waited for a CPU held by other work (None: unknown)
-    threads_cpu_wait: float | None = field(default=None, compare=False)
-    #: ``--qcrypto-measure=instructions``: the instructions one operation took and how they
-    #: were counted (:class:`pytest_qcrypto.measure.counting.Counted`); None: timed.  A
-    #: counted measurement has one nominal round, its instructions at one per nanosecond
-    #: (:func:`pytest_qcrypto.measure.counting.nominal_rounds`), so that its rate is work per
-    #: 10**9 instructions: higher is still better.
-    counted: Any = field(default=None, compare=False)
-    #: CPU seconds of the reference workload timed right after each round (empty: not
-    #: timed; :mod:`pytest_qcrypto.measure.reference`)
-    reference_s: tuple[float, ...] = field(default=(), compare=False)
-    #: seconds its rounds spanned when they were taken in turn with the other cells of the
-    #: run (:mod:`pytest_qcrypto.measure.spread`); 0.0: taken back to back
-    spread_s: float = field(default=0.0, compare=False)
-    #: ``--qcrypto-unit=cpb``: the cycles per second its figures convert with (a saved
-    #: file's :class:`pytest_qcrypto.measure.cycles.CycleRate`); None: this machine's
-    cycle_rate: Any = field(default=None, compare=False)
-
-    @property
-    def operations(self) -> int:
-        """Operations in each round: ``count`` iterations x the operations of one iteration
-        of :attr:`direction` (:data:`pytest_qcrypto.algorithms.catalog.OPERATIONS_PER_ITERATION`: 2 for
-        a round trip, as FreeBSD cryptotest counts its crypts; else 1)."""
-        return self.count * catalog.OPERATIONS_PER_ITERATION.get(self.direction, 1)
-
-    @property
-    def median_s(self) -> float:
-        """Wall seconds of the median round."""
-        import statistics  # here: a counting child (measure/counting_child.py) needs no median
-
-        return statistics.median(self.rounds_s)
-
-    @property
-    def median_cpu_s(self) -> float:
-        """CPU seconds of the median round (by wall time); 0.0 when not recorded."""
-        if not self.cpu_s:
-            return 0.0
-        order = sorted(range(len(self.rounds_s)), key=self.rounds_s.__getitem__)
-        return self.cpu_s[order[(len(order) - 1) // 2]]
-
-    @property
-    def bytes_per_second(self) -> float:
-        """Throughput of the median round, bytes per second: :attr:`operations` x ``size``
-        over the median round (both directions of a round trip count)."""
-        return self.operations * self.size / self.median_s
-
-    @property
-    def kib_per_s(self) -> float:
-        """Throughput of the median round in KiB/s (1 KiB = 1024 bytes): the table's cell."""
-        return self.bytes_per_second / KIB
-
-    @property
-    def ops_per_s(self) -> float:
-        """Operations per second of the median round (:attr:`operations` over it): the figure
-        of the kinds without a buffer size (signatures, KEMs, KDFs...)."""
-        return self.operations / self.median_s
-
-    @property
-    def rate(self) -> float:
-        """The median round's work per second in the cell's own unit of work: bytes (a sized
-        cell, :attr:`bytes_per_second`) or operations (size 0, :attr:`ops_per_s`).  What the
-        regression gate compares (a ratio of two rates is the same in KiB/s)."""
-        return self.operations * (self.size or 1) / self.median_s
-
-    @property
-    def sized(self) -> bool:
-        """Whether this is a cell with a buffer size: ``size`` 0 marks the cells of the kinds
-        without one (``KindRules.sized`` False), whose figure is in ops/s."""
-        return self.size > 0
-
-    @property
-    def unit(self) -> str:
-        """The unit of :attr:`figure`: ``KiB/s`` for a sized cell, ``ops/s`` for a size-less one
-        (the catalog's ``KindRules.unit``)."""
-        return "KiB/s" if self.sized else "ops/s"
-
-    @property
-    def figure(self) -> float:
-        """The cell's figure in :attr:`unit`: :attr:`kib_per_s` or :attr:`ops_per_s`.  What the
-        gate, floors, tables and plots compare."""
-        return self.kib_per_s if self.sized else self.ops_per_s
-
-    @property
-    def spread(self) -> float:
-        """Slowest round / fastest round (1.0 = no spread)."""
-        return max(self.rounds_s) / min(self.rounds_s)
 
 
 @dataclass(frozen=True)
@@ -288,7 +153,8 @@ def time_runner(run: Runner, *, min_time: float = 0.1, rounds: int = 3,
                 cpu_clock: Callable[[], int] | None = None,
                 guard: Callable[[], float] | None = None,
                 guard_limit: float | None = None,
-                between: Callable[[], float] | None = None, start: int = 1) -> Timing:
+                between: Callable[[], float] | None = None, start: int = 1,
+                settle: float = 0.0) -> Timing:
     """Calibrate with the doubling-count loop from ``start`` operations, then time ``rounds``
     rounds (calibrating again from a round under :data:`SHORT_ROUND` of ``min_time``, up to
     :data:`MAX_RECALIBRATIONS` times).
@@ -304,7 +170,8 @@ def time_runner(run: Runner, *, min_time: float = 0.1, rounds: int = 3,
     :data:`~pytest_qcrypto.algorithms.settings.MAX_ROUNDS` rounds).  ``between()``, when
     given, runs right after each kept round and returns seconds (the reference workload,
     :mod:`pytest_qcrypto.measure.reference`): ``Timing.reference_s``.  ``start`` (1 to
-    :data:`MAX_COUNT`; 1: no prediction) is the count of the first run (see the module text).
+    :data:`MAX_COUNT`; 1: no prediction) is the count of the first run; ``settle`` (a
+    fraction, 0: every round is timed) lets the rounds settle (both: see the module text).
     """
     problem = settings.min_time_problem(min_time) or settings.rounds_problem(rounds) or (
         settings.count_problem(start) or "").replace("count", "start", 1)
@@ -317,7 +184,8 @@ def time_runner(run: Runner, *, min_time: float = 0.1, rounds: int = 3,
     min_ns, clocks = min_time * 1e9, (clock, cpu_clock, guard)
     count, wall, cpu, thrown = _calibrate(run, start, min_time, clocks, limit)
     refs = [between()] if between is not None else []
-    walls, cpus = _rounds(run, count, rounds - 1, clock, cpu_clock, [wall], [cpu], between, refs)
+    walls, cpus = _rounds(run, count, rounds - 1, clock, cpu_clock, [wall], [cpu], between, refs,
+                          settle)
     recalibrations = 0
     while min(walls) < min_ns * SHORT_ROUND and recalibrations < MAX_RECALIBRATIONS \
             and count < MAX_COUNT:  # a stall chose the count: calibrate from a short round
@@ -326,7 +194,7 @@ def time_runner(run: Runner, *, min_time: float = 0.1, rounds: int = 3,
             run, counts.predicted_count(count, min(walls), min_ns), min_time, clocks, limit)
         thrown, refs = thrown + more, [between()] if between is not None else []
         walls, cpus = _rounds(run, count, rounds - 1, clock, cpu_clock, [wall], [cpu], between,
-                              refs)
+                              refs, settle)
     note = short_rounds_note(walls, min_time, recalibrations) \
         if min(walls) < min_ns * SHORT_ROUND else ""
     return Timing(count, tuple(w / 1e9 for w in walls), tuple(c / 1e9 for c in cpus),
@@ -405,12 +273,15 @@ def fixed_count_note(walls_ns: Sequence[float], option: str = "--qcrypto-count")
 def _rounds(run: Runner, count: int, rounds: int, clock: Callable[[], int],
             cpu_clock: Callable[[], int], walls: list[int] | None = None,
             cpus: list[int] | None = None, between: Callable[[], float] | None = None,
-            refs: list[float] | None = None) -> tuple[list[int], list[int]]:
+            refs: list[float] | None = None, settle: float = 0.0) -> tuple[list[int], list[int]]:
     """Time ``rounds`` more rounds of ``count`` operations after ``walls`` and ``cpus``
-    (nanoseconds), appending ``between()`` after each to ``refs``; :class:`TimerError`
-    when a round is not positive."""
+    (nanoseconds), appending ``between()`` after each to ``refs``, fewer once they settle
+    (``settle`` > 0, see the module text); :class:`TimerError` when a round is not positive."""
     walls, cpus = list(walls or []), list(cpus or [])
+    enough = (len(walls) + rounds) // 2 + 1
     for _ in range(rounds):
+        if settle > 0 and len(walls) >= enough and max(walls) <= min(walls) * (1 + settle):
+            break
         t0, t1, cpu = timed(run, count, clock, cpu_clock)
         walls.append(t1 - t0)
         cpus.append(cpu)

@@ -1,4 +1,6 @@
-"""The reference workload: the machine's own speed, timed next to every round of a cell.
+"""The reference workload: the machine's own speed, timed next to every round of a cell in a
+run that saves or compares (what the gate judges, now or later; a run that does neither
+leaves it out: ``Run.round_options``).
 
 A shared virtual machine's speed drifts in phases of a second or two (a neighbour on the
 same core or memory bus), invisible as CPU wait or steal time.  Rounds of one cell taken

@@ -71,13 +71,12 @@ Spreader = Callable[[str, str, "int | None", "dict[str, Any]"], "Measurement | N
 class MeasureOptions:
     """How measurements run: the run's ``--qcrypto-*`` settings.
 
-    ``min_time`` and ``timeout`` in seconds (``timeout`` None: no limit); ``rounds`` timed
-    rounds; ``jobs`` processes at once; ``isolate`` measures in a child process; ``count`` a
-    fixed number of iterations per round (None: calibrate); ``check_roundtrip`` checks each
-    round trip's result; ``threads`` threads at once (``--qcrypto-threads``); ``aad`` an AEAD's
-    AAD bytes (13 under ``--qcrypto-size=tls``); ``misalign``, ``update_size``: their options.
-    ``reference`` False (``--qcrypto-quick``): no reference workload after each round.
-    """
+    ``min_time`` and ``timeout`` in seconds (``timeout`` None: no limit); ``rounds`` timed rounds;
+    ``jobs`` processes at once; ``isolate`` measures in a child process; ``count`` a fixed number
+    of iterations per round (None: calibrate); ``check_roundtrip`` checks each round trip's
+    result; ``threads`` threads at once; ``aad`` an AEAD's AAD bytes (13 under
+    ``--qcrypto-size=tls``); ``misalign``, ``update_size``: their options; ``reference`` and
+    ``settle``: what follows a round (``Run.round_options``)."""
 
     min_time: float = 0.1
     rounds: int = 3
@@ -91,11 +90,12 @@ class MeasureOptions:
     aad: int = 0
     misalign: int | None = None
     update_size: int | None = None
-    reference: bool = True  # False: a quick run's, no reference workload after each round
+    reference: bool = True  # the reference workload after each round (harness.time_runner)
+    settle: float = 0.0  # 0: every round is timed; else fewer once they agree (harness.SETTLE)
 
 
 #: Options left unsaid to ``measure()`` at these values (older targets do not take them).
-UNSAID = {("measure", "time"), ("aad", 0), ("misalign", None), ("update_size", None), ("reference", True)}
+UNSAID = {("measure", "time"), ("aad", 0), ("misalign", None), ("update_size", None), ("reference", True), ("settle", 0.0)}
 
 def fail(message: str) -> NoReturn:
     """Fail the current test with a one-line message and no traceback.  ``from None``: called
@@ -151,9 +151,9 @@ class MeasuredContext:
         it when the size does not suit the algorithm (below its minimum, not a
         whole number of blocks).
         """
-        options = dataclasses.replace(
+        options = dataclasses.replace(  # rounds asked for: every one of them (no settling)
             self.options, min_time=self.options.min_time if min_time is None else min_time,
-            rounds=self.options.rounds if rounds is None else rounds,
+            **({} if rounds is None else {"rounds": rounds, "settle": 0.0}),
             count=self.options.count if count is None else count)
         alg = self.bench.algorithm
         problem = pkey_bench.operation_problem(alg, size, operation,

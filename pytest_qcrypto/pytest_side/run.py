@@ -20,7 +20,7 @@ import pytest
 
 from pytest_qcrypto.algorithms import catalog, settings, size_grids
 from pytest_qcrypto.gate import verdicts as gate
-from pytest_qcrypto.measure import cost_model, jobs, machine, pkey_bench
+from pytest_qcrypto.measure import cost_model, harness, jobs, machine, pkey_bench
 from pytest_qcrypto.pytest_side import counting as counting_side
 from pytest_qcrypto.pytest_side import matrix, options, progress, quoting
 from pytest_qcrypto.pytest_side import targets as remote_targets
@@ -378,6 +378,17 @@ class QcryptoRun(RunSettings):
 
     # -- fixtures ----------------------------------------------------------------
 
+    def round_options(self) -> dict[str, Any]:
+        """What follows a round: a run that saves or compares times the reference workload
+        after each (the gate's drift rule judges by it, now or against a later run); one that
+        does neither, and leaves ``--qcrypto-rounds`` at its default, lets the rounds settle
+        (:data:`pytest_qcrypto.measure.harness.SETTLE`)."""
+        g, s = self.gate_options, self.settings
+        kept = g.save_path is not None or g.history_dir is not None or g.baseline is not None
+        given = self._ini_or_option("qcrypto_rounds", "qcrypto_rounds")[0] is not None
+        return {"reference": kept and not s.quick,
+                "settle": harness.SETTLE if not (kept or given or s.quick) else 0.0}
+
     def fixture(self, item: pytest.Item | None = None) -> Any:
         """The ``qcrypto`` fixture of ``item``: its measurements are judged by the gate (when
         the run has one) and recorded for the item."""
@@ -391,7 +402,7 @@ class QcryptoRun(RunSettings):
         options = MeasureOptions(s.min_time, s.rounds, self.jobs, self.counting.limit(timeout),
                                  isolate, s.count, s.check_roundtrip, self.threads,
                                  self.counting.measure, aad=s.aad, misalign=s.misalign,
-                                 update_size=s.update_size, reference=not s.quick)
+                                 update_size=s.update_size, **self.round_options())
         interrupts = self._guard().interrupts
         gate = self.gate
         criteria = (lambda m: gate.criteria(m, item)) if gate is not None else None
