@@ -135,6 +135,16 @@ def test_run_wide_direction_options_leave_a_callable_alone(project):
     r.stdout.fnmatch_lines(["Benchmark results for 'encrypt_record' callable (KiB/s):"])
 
 
+def test_a_quick_run_and_a_plain_one_measure_a_callable(project):
+    # a quick run tells the measurement to leave out the reference workload, a plain run
+    # (default rounds) to let the rounds settle: both reached a callable as unknown keywords
+    r = project.runpytest("-p", "no:cacheprovider", "--qcrypto-quick")
+    assert r.ret == 0, r.stdout.str()
+    r = project.runpytest("-p", "no:cacheprovider", "--qcrypto-min-time", "0.002")
+    assert r.ret == 0, r.stdout.str()
+    r.stdout.fnmatch_lines(["Benchmark results for 'encrypt_record' callable (KiB/s):"])
+
+
 def test_rule_patterns_name_a_callable(project):
     assert project.runpytest(*FAST, "--qcrypto-save", "base.json").ret == 0
     slow_down(project, 1.5)  # -33%
