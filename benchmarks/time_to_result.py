@@ -4,7 +4,7 @@ each side's figures are to a hand-written tight loop.
 
 Run from the repository, with pytest-benchmark installed (``pip install -e '.[bench]'``)::
 
-    python benchmarks/time_to_result.py                # about 3 minutes; writes its JSON to
+    python benchmarks/time_to_result.py                # about 5 minutes; writes its JSON to
                                                        # benchmarks/results-DATE/
     python benchmarks/time_to_result.py --json out.json --repeats 7
     python benchmarks/time_to_result.py --tiny         # a smoke run: 1 repeat, 2 sizes, no JSON
@@ -14,8 +14,8 @@ The two sides measure the same 21 cells: sha256 in three plugins (openssl = pyca
 cryptography, hashlib, pycryptodome) at qcrypto's seven sizes (16 B to 32 KiB):
 
 - ours: ``pytest --qcrypto-digest=sha256 --qcrypto-plugin=openssl --qcrypto-plugin=hashlib
-  --qcrypto-plugin=pycryptodome`` at the default min-time and rounds, in an empty folder,
-  its table as csv to a file;
+  --qcrypto-plugin=pycryptodome`` at the default min-time and rounds (given no path, it
+  collects its matrix only), its table as csv to a file;
 - pytest-benchmark: a test file of 21 cells (three functions x seven sizes), each
   ``benchmark(op)`` where ``op`` is one operation as our plugin times it (openssl and
   hashlib: ``h = pristine.copy(); h.update(buf); h.digest()`` / ``finalize()``;
@@ -24,15 +24,31 @@ cryptography, hashlib, pycryptodome) at qcrypto's seven sizes (16 B to 32 KiB):
 
 Each runs as ``python -m pytest`` with ``PYTEST_DISABLE_PLUGIN_AUTOLOAD=1`` and its one
 plugin given by ``-p``, so that neither pays for the other or for any other installed
-plugin.  A repeat runs both commands (the order reversed every other repeat, so that the
-drift of a shared machine hits both alike), then times the hand-written loops
-(``for _ in repeat(None, n)`` over the same calls, everything pre-bound, median of three
-runs of about 0.1 s each) at 16 B and 32 KiB.  Reported, as the median over the repeats:
-the wall time of each command (start to exit, the table included) and their ratio; each
-side's KiB/s at 16 B and 32 KiB over the tight loop's of the same repeat.  Targets: ours
-<= 0.6 of pytest-benchmark's wall time; our figures 0.97 to 1.03 of the tight loop.  The
-load average is recorded before every repeat: the targets are meant for a machine at a load
-under 1.
+plugin.  A repeat runs each command twice, the order of the sides reversed every other repeat
+(so that the drift of a shared machine hits both alike):
+
+1. plain, in a folder without a conftest: its wall time (start to exit, the table included)
+   is the side's wall-time figure;
+2. bracketed, in a folder of its own whose ``conftest.py`` (loop_bracket.py) wraps
+   ``pytest_runtest_call`` of the six loop cells' items (ours ``qcrypto::sha256[openssl-16]``,
+   pytest-benchmark's ``test_openssl[16]``, ... at 16 B and 32 KiB): just before the item's
+   call, and again just after it, it times the hand-written loop of that cell (``for _ in
+   repeat(None, n)`` over the same calls, everything pre-bound; KiB/s, the median of three
+   runs of about 0.1 s each).  The side's KiB/s for the cell (the same run's csv, or its
+   ``--benchmark-json``) over the mean of the two brackets' KiB/s is its ratio to the tight
+   loop.  Both sides are bracketed alike.
+
+Why bracket: this machine's speed drifts in phases of a second or two (a neighbour on the
+same core), so a loop timed seconds away from the cell's measurement (earlier versions timed
+it once per repeat, after both commands) read up to 60% apart across repeats and its ratio
+measured the drift, not our loop.  The loop's change across a cell (``bracket_gap``:
+|after - before| over their mean) says how much the machine moved while it was measured.
+The wall runs carry no conftest, and the bracketed runs' walls are not reported.
+
+Reported, as the median over the repeats: each side's wall time and their ratio; each side's
+KiB/s at 16 B and 32 KiB over its own brackets' mean.  Targets: ours <= 0.6 of
+pytest-benchmark's wall time; our figures 0.97 to 1.03 of the tight loop.  The load average is
+recorded before every repeat: the targets are meant for a machine at a load under 1.
 """
 
 from __future__ import annotations
@@ -48,12 +64,11 @@ import sys
 import tempfile
 import time
 from datetime import datetime, timezone
-from itertools import repeat
 from pathlib import Path
 from typing import Any, Callable
 
-from accuracy import loop_hashlib_sha256, loop_pyca_sha256, time_loop  # beside this script
-from benchlib import write_json
+from benchlib import write_json  # beside this script
+from loop_bracket import LOOPS, conftest_text, read_brackets, split_cell
 
 REPO = Path(__file__).resolve().parent.parent
 PLUGINS = ("openssl", "hashlib", "pycryptodome")
@@ -100,22 +115,6 @@ def test_pycryptodome(benchmark, size):
 '''
 
 
-def loop_pycryptodome_sha256(size: int) -> Callable[[int], None]:
-    from Crypto.Hash.SHA256 import SHA256Hash
-
-    data = os.urandom(size)
-
-    def loop(n: int, new: Any = SHA256Hash, data: bytes = data) -> None:
-        for _ in repeat(None, n):
-            new(data).digest()
-
-    return loop
-
-
-LOOPS = {"openssl": loop_pyca_sha256, "hashlib": loop_hashlib_sha256,
-         "pycryptodome": loop_pycryptodome_sha256}
-
-
 def run_pytest(where: Path, plugin: str, args: list[str]) -> float:
     """Wall seconds of ``python -m pytest -p PLUGIN ARGS`` in ``where``, no other plugin."""
     env = {**os.environ, "PYTEST_DISABLE_PLUGIN_AUTOLOAD": "1"}
@@ -158,10 +157,41 @@ def theirs(where: Path, extra: list[str]) -> tuple[float, dict[str, float]]:
     return wall, figures
 
 
-def tight_loops(counts: dict[str, int]) -> dict[str, float]:
-    """KiB/s of each hand-written loop (``plugin:size``), median of three runs."""
-    return {cell: time_loop(LOOPS[cell.split(":")[0]](int(cell.split(":")[1])), n,
-                            int(cell.split(":")[1]), 3) for cell, n in counts.items()}
+#: Each side's node id of a loop cell's item.
+ITEM_IDS = {"ours": "qcrypto::sha256[{plugin}-{size}]", "pb": "test_pb.py::test_{plugin}[{size}]"}
+#: The prefix of each side's bracket keys in a repeat's record.
+PREFIX = {"ours": "", "pb": "pb_"}
+
+
+def bracketing_folder(plain: Path, side: str, counts: dict[str, int]) -> Path:
+    """A folder beside ``plain`` for ``side``'s bracketed run: a copy of ``plain``'s test file
+    and, the only difference, a ``conftest.py`` that brackets the side's loop cells' items
+    with their tight loop (at ``counts`` operations)."""
+    folder = plain.parent / f"{side}-bracketed"
+    folder.mkdir()
+    (folder / "test_pb.py").write_text((plain / "test_pb.py").read_text())
+    items = {ITEM_IDS[side].format(plugin=plugin, size=size): (cell, n)
+             for cell, n in counts.items() for plugin, size in [split_cell(cell)]}
+    (folder / "conftest.py").write_text(conftest_text(items, folder / "brackets.json"))
+    return folder
+
+
+def one_repeat(k: int, where: Path, folders: dict[str, Path],
+               run: dict[str, Callable[[Path], tuple[float, dict[str, float]]]]) -> dict[str, Any]:
+    """Repeat ``k``: each side plain in ``where`` (its wall time; figures kept as
+    ``SIDE_unbracketed``), then each side in its bracketing folder (figures and brackets)."""
+    rep: dict[str, Any] = {"load_before": list(os.getloadavg()),
+                           "order": ["ours", "pb"] if k % 2 == 0 else ["pb", "ours"]}
+    for side in rep["order"]:
+        rep[f"{side}_wall_s"], rep[f"{side}_unbracketed"] = run[side](where)
+    for side in rep["order"]:
+        brackets = folders[side] / "brackets.json"
+        brackets.unlink(missing_ok=True)
+        _, rep[side] = run[side](folders[side])
+        p = PREFIX[side]
+        rep[f"{p}loop_before"], rep[f"{p}loop_after"] = read_brackets(brackets)
+        rep[f"{p}loop"] = bracket_mean(rep, p)
+    return rep
 
 
 def loop_counts(seconds: float) -> dict[str, int]:
@@ -180,18 +210,37 @@ def loop_counts(seconds: float) -> dict[str, int]:
     return counts
 
 
+def bracket_mean(rep: dict[str, Any], prefix: str = "") -> dict[str, float]:
+    """Per cell, the mean KiB/s of the loop just before and just after the side's measurement
+    (``prefix``: ``""`` ours, ``"pb_"`` pytest-benchmark's)."""
+    before, after = rep[f"{prefix}loop_before"], rep[f"{prefix}loop_after"]
+    return {cell: (before[cell] + after[cell]) / 2 for cell in before}
+
+
+def bracket_gap(rep: dict[str, Any], prefix: str, cell: str) -> float:
+    """How far the loop moved across the cell's measurement: |after - before| / their mean."""
+    before, after = rep[f"{prefix}loop_before"][cell], rep[f"{prefix}loop_after"][cell]
+    return abs(after - before) / ((before + after) / 2)
+
+
 def summarise(reps: list[dict[str, Any]]) -> dict[str, Any]:
-    """Medians over the repeats: walls, their ratio, each side's ratio to the tight loop."""
+    """Medians over the repeats: walls, their ratio, each side's ratio to the mean of its
+    brackets, and the brackets' gap."""
     med = statistics.median
     out: dict[str, Any] = {
         "ours_wall_s": med(r["ours_wall_s"] for r in reps),
         "pytest_benchmark_wall_s": med(r["pb_wall_s"] for r in reps),
         "wall_ratio": med(r["ours_wall_s"] / r["pb_wall_s"] for r in reps),
-        "loop_ratio": {}}
-    for cell in reps[0]["loop"]:
+        "loop_ratio": {}, "bracket_gap": {}}
+    loops = [(bracket_mean(r), bracket_mean(r, "pb_")) for r in reps]
+    for cell in reps[0]["loop_before"]:
         out["loop_ratio"][cell] = {
-            "ours": med(r["ours"][cell] / r["loop"][cell] for r in reps),
-            "pytest_benchmark": med(r["pb"][cell] / r["loop"][cell] for r in reps)}
+            "ours": med(r["ours"][cell] / loop[cell] for r, (loop, _) in zip(reps, loops)),
+            "pytest_benchmark": med(r["pb"][cell] / pb_loop[cell]
+                                    for r, (_, pb_loop) in zip(reps, loops))}
+        out["bracket_gap"][cell] = {"ours": med(bracket_gap(r, "", cell) for r in reps),
+                                    "pytest_benchmark": med(bracket_gap(r, "pb_", cell)
+                                                            for r in reps)}
     low, high = LOOP_RANGE
     out["verdicts"] = [
         {"what": f"our wall time <= {WALL_TARGET} of pytest-benchmark's "
@@ -224,18 +273,16 @@ def main(argv: list[str] | None = None) -> int:
     started = datetime.now(timezone.utc)
     counts = loop_counts(0.01 if args.tiny else 0.1)
     reps: list[dict[str, Any]] = []
+    run: dict[str, Callable[[Path], tuple[float, dict[str, float]]]] = {
+        "ours": lambda folder: ours(folder, sizes, ours_extra),
+        "pb": lambda folder: theirs(folder, pb_extra)}
     with tempfile.TemporaryDirectory() as tmp:
-        where = Path(tmp)
+        where = Path(tmp) / "plain"
+        where.mkdir()
         (where / "test_pb.py").write_text(PB_TESTS.format(sizes=sizes))
+        folders = {side: bracketing_folder(where, side, counts) for side in run}
         for k in range(repeats):
-            rep: dict[str, Any] = {"load_before": list(os.getloadavg()),
-                                   "order": ["ours", "pb"] if k % 2 == 0 else ["pb", "ours"]}
-            for side in rep["order"]:
-                if side == "ours":
-                    rep["ours_wall_s"], rep["ours"] = ours(where, sizes, ours_extra)
-                else:
-                    rep["pb_wall_s"], rep["pb"] = theirs(where, pb_extra)
-            rep["loop"] = tight_loops(counts)
+            rep = one_repeat(k, where, folders, run)
             reps.append(rep)
             print(f"repeat {k + 1}/{repeats} (load {rep['load_before'][0]:.2f}): ours "
                   f"{rep['ours_wall_s']:.2f} s, pytest-benchmark {rep['pb_wall_s']:.2f} s",
@@ -246,9 +293,12 @@ def main(argv: list[str] | None = None) -> int:
           f"pytest-benchmark {summary['pytest_benchmark_wall_s']:.2f} s, ratio "
           f"{summary['wall_ratio']:.3f}; load average (1 min) {min(loads):.2f} to "
           f"{max(loads):.2f} on {os.cpu_count()} CPUs")
-    print(f"{'cell':<20}{'ours / loop':>13}{'pytest-benchmark / loop':>25}")
+    print(f"{'cell':<20}{'ours / loop':>13}{'gap':>7}{'pytest-benchmark / loop':>25}{'gap':>7}"
+          "   (loop: the mean of its brackets; gap: |after - before| / mean)")
     for cell, r in summary["loop_ratio"].items():
-        print(f"{cell:<20}{r['ours']:>13.3f}{r['pytest_benchmark']:>25.3f}")
+        gap = summary["bracket_gap"][cell]
+        print(f"{cell:<20}{r['ours']:>13.3f}{gap['ours']:>7.1%}{r['pytest_benchmark']:>25.3f}"
+              f"{gap['pytest_benchmark']:>7.1%}")
     for v in summary["verdicts"]:
         print(f"{'met' if v['met'] else 'NOT MET':>8}  {v['what']}")
     out = {"benchmark": "time-to-result", "date": started.isoformat(timespec="seconds"),
