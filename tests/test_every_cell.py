@@ -41,3 +41,23 @@ def test_gate_lines_name_a_size_less_cell_by_its_operation_alone():
                              ("sha256", "openssl", 16, "digest"),
                              ("sha256", "openssl", 64, "digest")], "not run") == [
         "  ed25519 openssl sign: not run", "  sha256 openssl digest, sizes 16, 64: not run"]
+
+
+def test_a_plugin_without_the_algorithm_says_so_where_no_item_reached_it():
+    # an interrupted run: openssl measured 16 B, nothing reached the rest; hashlib's row
+    # says why (as a finished run's skip does), not "not measured in this run"
+    from pytest_qcrypto.backends.hashlib import HashlibPlugin
+    from pytest_qcrypto.backends.openssl import OpenSSLPlugin
+    from pytest_qcrypto.measure.registry import Registry
+    from pytest_qcrypto.pytest_side.ledger import with_unsupported
+
+    m = Measurement("aes-128-gcm", "openssl", 16, "encrypt", count=1024, rounds_s=(0.1,) * 3)
+    table = assemble("aes-128-gcm", "encrypt", ["openssl"], {("openssl", 16): Cell(m)})
+    (full,) = with_every_cell([table], {"aes-128-gcm"}, ["openssl", "hashlib"], (16, 64))
+    registry = Registry([OpenSSLPlugin(), HashlibPlugin()])
+    (said,) = with_unsupported([full], registry)
+    lines = report([said], verbose=False)
+    assert lines[4:] == [
+        "  - openssl (size 64): not measured in this run",
+        "  - hashlib (all sizes): hashlib does not support aes-128-gcm"]
+    assert with_unsupported([table], registry) == [table]  # measured rows: nothing to add

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass, replace
+from typing import Any
 
 import pytest
 
@@ -153,3 +154,37 @@ def _reason(report: pytest.TestReport) -> str:
     if report.failed and report.when != "call":
         text = f"error in {report.when}: {text}"
     return text or report.outcome
+
+
+def with_unsupported(tables: Sequence[Table], registry: Any) -> list[Table]:
+    """The tables, a cell that no item reached (an interrupted run) of a plugin that lacks its
+    algorithm, or cannot run, saying so as a finished run's skip would (``hashlib does not
+    support aes-128-gcm``; :meth:`~pytest_qcrypto.measure.registry.Registry.not_supported`),
+    not "not measured in this run"."""
+    out = []
+    for t in tables:
+        alg, why = catalog.lookup(t.algorithm), {}
+        for p in t.plugins:
+            empty = [c for c in t.columns if (p, c) not in t.cells and (p, c) not in t.absent]
+            if empty and alg is not None and (reason := _unsupported(registry, p, alg)):
+                why.update({(p, c): reason for c in empty})
+        out.append(replace(t, absent={**t.absent, **why}) if why else t)
+    return out
+
+
+def _unsupported(registry: Any, typed: str, alg: catalog.Algorithm) -> str:
+    """Why plugin ``typed`` has no cell of ``alg`` ("": it has; or it is not one of the
+    registry's, a target's ``PLUGIN@NAME``)."""
+    from pytest_qcrypto.measure import pkey_bench
+    from pytest_qcrypto.measure.registry import RegistryError
+
+    try:
+        plugin = registry.resolve(typed).plugin
+    except RegistryError:
+        return ""
+    why = registry.unavailable(plugin)
+    if why is not None:
+        return f"{typed}: unavailable: {why}"
+    if pkey_bench.listed_as(alg) in registry.supported(plugin):
+        return ""
+    return registry.not_supported(plugin, typed, alg.name)

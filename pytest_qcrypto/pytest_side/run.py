@@ -29,7 +29,7 @@ from pytest_qcrypto.measure.reuse import KeyPairs
 from pytest_qcrypto.pytest_side.gate import (GATE_KEY, GateOptions, GatePlugin, PluginNames,
                                              has_floor_marker, read_options, wanted)
 from pytest_qcrypto.measure.harness import Measurement
-from pytest_qcrypto.pytest_side.ledger import Ledger
+from pytest_qcrypto.pytest_side.ledger import Ledger, with_unsupported
 from pytest_qcrypto.pytest_side.saving import run_state
 # the fixtures, found by pytest among this plugin's names
 from pytest_qcrypto.pytest_side.dormant import GUARD_NAME, RUN_NAME
@@ -318,9 +318,10 @@ class QcryptoRun(RunSettings):
             return quoting.clocked(self.ledger.tables([]), self.settings.clock)
         cases = list(self.cases())  # its rows are the cases' plugins (PLUGIN@TARGET too)
         plugins = list(dict.fromkeys(c.plugin for c in cases))
-        return quoting.clocked(with_every_cell(self.ledger.tables(plugins), {
+        return quoting.clocked(with_unsupported(with_every_cell(self.ledger.tables(plugins), {
             c.algorithm for c in cases}, plugins, self.settings.sizes,
-            {(c.algorithm, c.plugin, c.operation) for c in cases}), self.settings.clock)
+            {(c.algorithm, c.plugin, c.operation) for c in cases}), self.registry),
+            self.settings.clock)
 
     @pytest.hookimpl(tryfirst=True)  # (the gate saves its file first, see gate_plugin)
     def pytest_sessionfinish(self, session: pytest.Session) -> None:
