@@ -1,6 +1,7 @@
 """Issue 14, part C: a comparison that judged nothing fails; several baselines are joined;
 ``qcrypto compare BASE CURRENT`` gates two saved files.  Files are saved by real runs of
-the busy-wait fake plugin (``--qcrypto-save``)."""
+the busy-wait fake plugin (``--qcrypto-save``), or of the fake on a fake clock where a test
+asserts figures."""
 
 import json
 import re
@@ -10,12 +11,19 @@ import pytest
 
 from pytest_qcrypto.gate import compare
 from test_gate import FAKE_AND_MISSING, USAGE, baseline, junit
-from test_results import FAKE_RUN, fake_speed
+from test_results import FAKE_CLOCK, FAKE_PLUGIN, FAKE_RUN, fake_speed
 
 
 @pytest.fixture
 def fake(pytester):
     pytester.makeconftest(FAKE_AND_MISSING)
+    return pytester
+
+
+@pytest.fixture
+def fake_clock(pytester):
+    """The fake on a fake clock (``FAKE_CLOCK``): its rounds take exactly its nanoseconds."""
+    pytester.makeconftest(FAKE_PLUGIN + FAKE_CLOCK)
     return pytester
 
 
@@ -155,17 +163,25 @@ def test_each_cell_is_judged_against_its_own_files_machine(fake):
 # -- qcrypto compare BASE CURRENT ---------------------------------------------------------------
 
 
-def test_compare_command_fails_a_regression_between_two_saved_runs(fake):
-    fake_speed(fake, ns=20000)
-    save(fake, "base.json", "16,64", "--qcrypto-rounds", "5")
-    fake_speed(fake, ns=60000)  # three times slower
-    save(fake, "slow.json", "16,64", "--qcrypto-rounds", "5")
-    r = qcrypto(fake, "compare", "base.json", "slow.json")
+def test_compare_command_fails_a_regression_between_two_saved_runs(fake_clock):
+    fake_speed(fake_clock, ns=20000)
+    base = save(fake_clock, "base.json", "16,64", "--qcrypto-rounds", "5")
+    fake_speed(fake_clock, ns=60000)  # three times slower
+    slow = save(fake_clock, "slow.json", "16,64", "--qcrypto-rounds", "5")
+    # rounds spread over the run (25 a cell, paced over 8 s x min-time 0.002 / 0.1 = 0.16 s),
+    # each exactly its count's time on the fake clock: 115 operations of 20 us, 39 of 60 us
+    # (the counts that 8 in 160 us and 4 in 240 us predict take 2 ms x 1.15)
+    assert [(e["count"], e["rounds_s"]) for e in base["results"]] == [(115, [0.0023] * 25)] * 2
+    assert [(e["count"], e["rounds_s"]) for e in slow["results"]] == [(39, [0.00234] * 25)] * 2
+    assert base["settings"]["spread"] == slow["settings"]["spread"] == {
+        "rounds": 25, "round_s": 0.002, "span_s": 0.16}
+    r = qcrypto(fake_clock, "compare", "base.json", "slow.json")
     assert r.ret == 1, r.stdout.str() + r.stderr.str()
     # standard output: the tables and their change; standard error: the rest, as qcrypto speed
     assert r.outlines[0] == "Benchmark results for 'sha256' digest (KiB/s):"
-    r.stdout.fnmatch_lines(["Change against baseline base.json (negative = slower):",
-                            "plugin * 16 * 64", "fake * -*%! * -*%!"])
+    r.stdout.fnmatch_lines(["plugin * 16 * 64", "fake * 260.42 * 1041.67",
+                            "Change against baseline base.json (negative = slower):",
+                            "plugin * 16 * 64", "fake * -66.7%! * -66.7%!"])
     assert r.errlines[0] == ("qcrypto compare: nothing was re-measured: each cell of slow.json "
                              "is judged on its saved figure against base.json, without "
                              "confirmation tries")
@@ -173,23 +189,24 @@ def test_compare_command_fails_a_regression_between_two_saved_runs(fake):
                             "threshold 10% unless an ini line says otherwise, rounds spread "
                             "over the run, judged by their slow phase (no confirmation tries)",
                             "regressions (2):",
-                            "  regression: sha256 fake 16 B digest: * KiB/s now, baseline * "
-                            "KiB/s, change -*%*, threshold 10% (default); *",
-                            "  regression: sha256 fake 64 B digest: *"])
+                            "  regression: sha256 fake 16 B digest: 260.42 KiB/s now, baseline "
+                            "781.25 KiB/s, change -66.7%*, threshold 10% (default); *",
+                            "  regression: sha256 fake 64 B digest: 1041.67 KiB/s now, baseline "
+                            "3125.00 KiB/s, change -66.7%*, threshold 10% (default); *"])
     assert "Regression gate" not in r.stdout.str()
     # another layout: its lines alone on standard output, the change grid on standard error
-    r = qcrypto(fake, "compare", "base.json", "slow.json", "--qcrypto-format", "csv")
+    r = qcrypto(fake_clock, "compare", "base.json", "slow.json", "--qcrypto-format", "csv")
     assert r.ret == 1
     assert r.outlines[0].startswith("algorithm,direction,plugin,size,")
     assert len(r.outlines) == 3
     r.stderr.fnmatch_lines(["Change against baseline base.json (negative = slower):"])
     # the same rules and options: a threshold above the slowdown passes
-    r = qcrypto(fake, "compare", "base.json", "slow.json", "--qcrypto-threshold", "90%")
+    r = qcrypto(fake_clock, "compare", "base.json", "slow.json", "--qcrypto-threshold", "90%")
     assert r.ret == 0, r.stdout.str()
     r.stderr.fnmatch_lines(["Regression gate: baseline base.json (2 results, *), threshold 90% *"])
     # a file against itself, and a faster run, pass
-    assert qcrypto(fake, "compare", "slow.json", "slow.json").ret == 0
-    r = qcrypto(fake, "compare", "slow.json", "base.json")
+    assert qcrypto(fake_clock, "compare", "slow.json", "slow.json").ret == 0
+    r = qcrypto(fake_clock, "compare", "slow.json", "base.json")
     assert r.ret == 0, r.stdout.str()
     assert "regression" not in r.stderr.str()
 

@@ -76,6 +76,24 @@ def pytest_qcrypto_plugins():
     return [Fake()]
 '''
 
+#: Appended to :data:`FAKE_PLUGIN`'s conftest: the run's timers (``time.perf_counter_ns``
+#: and ``time.process_time_ns``, one counter, restored at the end of the run) read a fake
+#: clock that the fake's operations advance instead of spinning, so its rounds take exactly
+#: their nanoseconds, on any machine at any load (and no real time).
+FAKE_CLOCK = '''
+CLOCK, SAVED = {"ns": 10**9}, {}
+
+def busy(ns):
+    CLOCK["ns"] += round(ns)
+
+def pytest_configure(config):
+    SAVED.update(wall=time.perf_counter_ns, cpu=time.process_time_ns)
+    time.perf_counter_ns = time.process_time_ns = lambda: CLOCK["ns"]
+
+def pytest_unconfigure(config):
+    time.perf_counter_ns, time.process_time_ns = SAVED["wall"], SAVED["cpu"]
+'''
+
 #: Options of a fast, exactly-timed fake matrix.
 FAKE_RUN = ("--qcrypto-digest", "sha256", "--qcrypto-plugin", "fake", "--qcrypto-min-time",
             "0.002", "--qcrypto-rounds", "1", "-p", "no:cacheprovider")
