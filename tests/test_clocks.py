@@ -61,6 +61,18 @@ def test_a_size_less_cell_is_named_by_its_operation():
     assert clocks.difference_lines([m])[1].startswith("  ed25519 openssl sign: CPU time 50% under")
 
 
+def test_rounds_under_a_millisecond_get_no_difference_note_but_a_short_rounds_one():
+    # 5 us rounds: the two clocks' own reads weigh, so their difference says nothing about
+    # other threads; the rounds are too short to trust, and the note says how to lengthen them
+    fake = TwoClocks(cpu_per_op=1500)
+    t = harness.time_runner(fake.run, min_time=0.000004, rounds=3, clock=lambda: fake.wall_ns,
+                            cpu_clock=lambda: fake.cpu_ns, guard=lambda: 0.0)
+    m = Measurement("sha256", "hashlib", 64, "digest", t.count, t.rounds_s, t.cpu_s)
+    assert m.rounds_s == (5e-06,) * 3 and clocks.difference_lines([m]) == []  # 5: 4 x 1.15
+    assert t.note == ("rounds of 0.005 ms are under the 1 ms the clock can honestly time: "
+                      "raise --qcrypto-min-time")
+
+
 def test_a_bad_clock_names_the_choices():
     with pytest.raises(SettingsError, match=r"^--qcrypto-clock: 'sun' is not a clock; choose "
                                             r"wall \(elapsed time, the default\) or cpu"):

@@ -141,3 +141,15 @@ def test_a_files_strings_make_no_markup_in_the_job_summary(tmp_path, monkeypatch
     for mark in ("<", ">", "[", "]", "`", "&", "~"):  # every one escaped
         assert summary.count(mark) == summary.count("\\" + mark), mark
     assert "://" not in summary.replace("\\://", "")
+
+
+def test_github_action_benchmark_counts_one_round_of_one_iteration_in_the_singular():
+    from pytest_qcrypto.measure.harness import Measurement
+    from pytest_qcrypto.output.tables import Cell, assemble
+
+    m = Measurement("sha256", "hashlib", 64, "digest", count=1, rounds_s=(0.001,))
+    table = assemble("sha256", "digest", ["hashlib"], {("hashlib", 64): Cell(m)})
+    (entry,) = json.loads("\n".join(LAYOUTS["github-action-benchmark"].draw(
+        Figures([table], "KiB/s"))))
+    assert entry["extra"] == ("1 round of 1 iteration; median round 0.001000 s; slowest round "
+                              "62.50, fastest 62.50 KiB/s")

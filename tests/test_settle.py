@@ -158,6 +158,11 @@ def test_rounds_asked_for_in_the_ini_file_are_all_timed(pytester):
     assert got["rounds"] == [3]
 
 
+def test_a_fixed_count_settles_too(pytester):
+    got, _ = steady_run(pytester, "--qcrypto-count=500")
+    assert got == {"runs": [500, 500], "rounds": [2], "references": [0]}
+
+
 def test_a_saving_run_times_every_round_and_the_reference(pytester):
     got, r = steady_run(pytester, "--qcrypto-count=500", "--qcrypto-save=out.json")
     # (a fixed count: its rounds are not spread over the run) every round and its reference

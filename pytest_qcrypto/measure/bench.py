@@ -350,7 +350,7 @@ def _measure_here(bench: BenchContext, size: int, way: _Way, min_time: float, ro
         workers = multi.worker_record(timing.workers, size, each)
         one_thread = threaded.one_thread_bps(timing, size or 1, each)  # a rate: bytes or ops
     elif way.count is not None:
-        timing = harness.time_count(run, way.count, rounds=rounds, between=between)
+        timing = harness.time_count(run, way.count, rounds=rounds, between=between, settle=way.settle)
     else:  # from the count that other sizes predict (measure/calibration.py)
         start = bench.calibrations.start(key_of(typed, alg.name, direction, way.check_roundtrip),
                                          size, min_time)

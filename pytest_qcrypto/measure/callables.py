@@ -167,7 +167,7 @@ class CallableBench:
                 run, jobs, min_time=min_time, rounds=rounds, count=count)
             workers = multi.worker_record(timing.workers, size)
         elif count is not None:
-            timing = harness.time_count(run, count, rounds=rounds)
+            timing = harness.time_count(run, count, rounds=rounds, settle=settle)
         else:
             timing = harness.time_runner(run, min_time=min_time, rounds=rounds, settle=settle)
         alg = self.algorithm

@@ -196,7 +196,7 @@ def time_runner(run: Runner, *, min_time: float = 0.1, rounds: int = 3,
         walls, cpus = _rounds(run, count, rounds - 1, clock, cpu_clock, [wall], [cpu], between,
                               refs, settle)
     note = short_rounds_note(walls, min_time, recalibrations) \
-        if min(walls) < min_ns * SHORT_ROUND else ""
+        if min(walls) < min_ns * SHORT_ROUND else fixed_count_note(walls, "--qcrypto-min-time")
     return Timing(count, tuple(w / 1e9 for w in walls), tuple(c / 1e9 for c in cpus),
                   recalibrations, note, tuple(refs), thrown)
 
@@ -235,11 +235,11 @@ def _calibrate(run: Runner, start: int, min_time: float,
 def time_count(run: Runner, count: int, *, rounds: int = 3,
                clock: Callable[[], int] | None = None,
                cpu_clock: Callable[[], int] | None = None,
-               between: Callable[[], float] | None = None) -> Timing:
+               between: Callable[[], float] | None = None, settle: float = 0.0) -> Timing:
     """Time ``rounds`` rounds of exactly ``count`` iterations each (``run(count)`` per
     round), without calibrating: ``--qcrypto-count``.
 
-    Clocks and ``between`` as in :func:`time_runner`.  A round under :data:`MIN_FIXED_ROUND_S` seconds
+    Clocks, ``between`` and ``settle`` as in :func:`time_runner`.  A round under :data:`MIN_FIXED_ROUND_S` seconds
     gets a note (:func:`fixed_count_note`).  Raises ``ValueError`` for a ``count`` outside
     1 to :data:`MAX_COUNT` or ``rounds`` outside 1 to
     :data:`~pytest_qcrypto.algorithms.settings.MAX_ROUNDS`, and :class:`TimerError` when a round is not
@@ -250,7 +250,8 @@ def time_count(run: Runner, count: int, *, rounds: int = 3,
         raise ValueError(problem)
     refs: list[float] = []
     walls, cpus = _rounds(run, count, rounds, clock or time.perf_counter_ns,
-                          cpu_clock or time.process_time_ns, between=between, refs=refs)
+                          cpu_clock or time.process_time_ns, between=between, refs=refs,
+                          settle=settle)
     return Timing(count, tuple(w / 1e9 for w in walls), tuple(c / 1e9 for c in cpus),
                   note=fixed_count_note(walls), reference_s=tuple(refs))
 

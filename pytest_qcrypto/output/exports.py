@@ -30,6 +30,7 @@ import statistics
 from collections.abc import Iterator
 from typing import Any
 
+from pytest_qcrypto.algorithms.kinds import plural
 from pytest_qcrypto.measure.harness import Measurement
 from pytest_qcrypto.output.layouts import Figures, layout
 from pytest_qcrypto.output.tables import FAILED, UNITS, Table, unit_of
@@ -100,8 +101,8 @@ def github_action_benchmark_layout(figures: Figures) -> list[str]:
         found = bounds(m, unit)
         if found is not None:
             entry["range"] = f"± {(found[1] - found[0]) / 2:.2f}"
-            entry["extra"] = (f"{len(m.rounds_s)} rounds of {m.count} iterations; median "
-                              f"round {m.median_s:.6f} s; slowest round {found[0]:.2f}, "
-                              f"fastest {found[1]:.2f} {unit}")
+            entry["extra"] = (f"{plural(len(m.rounds_s), 'round')} of "
+                              f"{plural(m.count, 'iteration')}; median round {m.median_s:.6f} s; "
+                              f"slowest round {found[0]:.2f}, fastest {found[1]:.2f} {unit}")
         entries.append(entry)
     return json.dumps(entries, indent=2).splitlines()

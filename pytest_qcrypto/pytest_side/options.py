@@ -160,8 +160,8 @@ OPTIONS: tuple[Option, ...] = (
     Option("--qcrypto-rounds", metavar="N", ini="qcrypto_rounds", parse=_reader("algorithms.settings", "parse_rounds"),
            ini_help="default --qcrypto-rounds.",
            help=lambda: f"timed rounds per measurement; the median is reported (default {_settings().DEFAULT_ROUNDS}; "
-                "left at the default in a run that neither saves nor compares, the last is timed only "
-                "when the first two differ by more than 2%%: it could not move the figure by more than 1%%)."),
+                "when not given (an explicit 3 times all three), in one thread, in a run that neither saves nor compares, "
+                "the last is timed only when the first two differ by more than 2%%: it could not move the figure by more than 1%%)."),
     Option("--qcrypto-clock", metavar="CLOCK", parse=_reader("measure.clocks", "parse_clock"),
            help="the clock of the tables' figures: wall (default), the elapsed time, or cpu "
                 "(user+system CPU seconds of the measuring process, as openssl speed without "
