@@ -214,10 +214,10 @@ OPTIONS: tuple[Option, ...] = (
     # silently replacing the first (gate_plugin.one_path); several --qcrypto-compare
     # files are joined into one baseline (gate_plugin.paths, compare.join)
     Option("--qcrypto-save", action="append", metavar="PATH",
-           help="write every measurement of the run to PATH as JSON (written atomically, "
-                "through a symbolic link to its target; an interrupted run writes PATH.partial "
-                "if PATH exists; a run that measured nothing writes nothing).  One PATH per "
-                "run."),
+           help="write every measurement of the run to PATH as JSON (written atomically, through a symbolic link to its "
+                "target; an interrupted run writes PATH.partial if PATH exists; a run that measured nothing writes nothing).  "
+                "One PATH per run.  Saving or comparing, cells with a size take at least 25 rounds (more with --qcrypto-rounds) "
+                "of at most 10 ms, in turn over at least 8 s (at the default min-time), so that each samples the machine's drift."),
     Option("--qcrypto-history", action="append", metavar="DIR",
            help="also add the run's results file to the history folder DIR (created if "
                 "missing), named by its time, git commit and dirty flag; read it with qcrypto "
