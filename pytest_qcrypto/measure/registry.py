@@ -154,6 +154,17 @@ class Registry:
             self._supported[plugin.name] = found
         return self._supported[plugin.name]
 
+    def lacks(self, plugin: CryptoPlugin, typed: str, alg: catalog.Algorithm) -> str:
+        """Why ``plugin`` (as ``typed``) has no cell of ``alg``: ``typed: unavailable: why``,
+        or :meth:`not_supported`'s line; "" when it has (a KDF's other parameters count as its
+        family's, :func:`~pytest_qcrypto.measure.pkey_bench.listed_as`)."""
+        why = self.unavailable(plugin)
+        if why is not None:
+            return f"{typed}: unavailable: {why}"
+        if pkey_bench.listed_as(alg) in self.supported(plugin):
+            return ""
+        return self.not_supported(plugin, typed, alg.name)
+
     def not_supported(self, plugin: CryptoPlugin, typed: str, name: str) -> str:
         """Why ``plugin`` (as ``typed``) has no ``name``: unavailable, or ``openssl does not
         support x`` with the plugin's :meth:`~CryptoPlugin.why_unsupported` after a colon

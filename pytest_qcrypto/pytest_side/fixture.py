@@ -299,11 +299,9 @@ class QcryptoFixture:
             alg = bench.resolve_algorithm(algorithm)
         except (RegistryError, Unsupported) as exc:
             fail(str(exc))
-        why = registry.unavailable(selection.plugin)
-        if why is not None:
-            pytest.skip(f"{plugin}: unavailable: {why}")
-        if pkey_bench.listed_as(alg) not in registry.supported(selection.plugin):
-            pytest.skip(registry.not_supported(selection.plugin, plugin, alg.name))
+        why = registry.lacks(selection.plugin, plugin, alg)
+        if why:
+            pytest.skip(why)
         try:  # isolated: opened in each measurement's child process
             ctx = limits.call_with_deadline(lambda: bench.open_context(
                 selection, alg, self._rng, isolate=self.options.isolate,

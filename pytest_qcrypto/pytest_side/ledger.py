@@ -175,16 +175,9 @@ def with_unsupported(tables: Sequence[Table], registry: Any) -> list[Table]:
 def _unsupported(registry: Any, typed: str, alg: catalog.Algorithm) -> str:
     """Why plugin ``typed`` has no cell of ``alg`` ("": it has; or it is not one of the
     registry's, a target's ``PLUGIN@NAME``)."""
-    from pytest_qcrypto.measure import pkey_bench
     from pytest_qcrypto.measure.registry import RegistryError
 
     try:
-        plugin = registry.resolve(typed).plugin
+        return registry.lacks(registry.resolve(typed).plugin, typed, alg)
     except RegistryError:
         return ""
-    why = registry.unavailable(plugin)
-    if why is not None:
-        return f"{typed}: unavailable: {why}"
-    if pkey_bench.listed_as(alg) in registry.supported(plugin):
-        return ""
-    return registry.not_supported(plugin, typed, alg.name)
